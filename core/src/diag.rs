@@ -1,0 +1,144 @@
+//! Diagnostics: what a codec or the compiler has to say about a resource.
+//!
+//! One type serves every resource kind. Prompt stacks attach an `itemId`, profiles and
+//! capabilities a `field`; both are optional and omitted from JSON when absent, which is the
+//! wire shape the original editor used (`{level, message, itemId?}` / `{level, message, field?}`).
+
+use serde::{Deserialize, Serialize};
+
+/// Severity. A resource is *usable* when it has no [`Level::Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Level {
+    /// One-letter code used in compact text output (`E`, `W`, `I`).
+    pub fn letter(self) -> char {
+        match self {
+            Level::Error => 'E',
+            Level::Warning => 'W',
+            Level::Info => 'I',
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Info => "info",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostic {
+    pub level: Level,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(level: Level, message: impl Into<String>) -> Self {
+        Diagnostic {
+            level,
+            message: message.into(),
+            item_id: None,
+            field: None,
+        }
+    }
+    pub fn error(message: impl Into<String>) -> Self {
+        Self::new(Level::Error, message)
+    }
+    pub fn warning(message: impl Into<String>) -> Self {
+        Self::new(Level::Warning, message)
+    }
+    pub fn info(message: impl Into<String>) -> Self {
+        Self::new(Level::Info, message)
+    }
+    pub fn with_item(mut self, item_id: impl Into<String>) -> Self {
+        self.item_id = Some(item_id.into());
+        self
+    }
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.level == Level::Error
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.level.as_str())?;
+        if let Some(item) = &self.item_id {
+            write!(f, " [{item}]")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, " ({field})")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Removes repeated `(level, message, itemId, field)` entries, keeping the first occurrence.
+pub fn dedupe(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashSet::new();
+    diagnostics
+        .into_iter()
+        .filter(|d| seen.insert(d.clone()))
+        .collect()
+}
+
+/// True when none of the diagnostics is an error.
+pub fn is_usable(diagnostics: &[Diagnostic]) -> bool {
+    !diagnostics.iter().any(Diagnostic::is_error)
+}
+
+/// Counts `(errors, warnings, infos)`.
+pub fn counts(diagnostics: &[Diagnostic]) -> (usize, usize, usize) {
+    diagnostics
+        .iter()
+        .fold((0, 0, 0), |(e, w, i), d| match d.level {
+            Level::Error => (e + 1, w, i),
+            Level::Warning => (e, w + 1, i),
+            Level::Info => (e, w, i + 1),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedupe_keeps_first_and_distinguishes_item_ids() {
+        let d = vec![
+            Diagnostic::error("a").with_item("x"),
+            Diagnostic::error("a").with_item("x"),
+            Diagnostic::error("a").with_item("y"),
+            Diagnostic::warning("a").with_item("x"),
+        ];
+        let out = dedupe(d);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[2], Diagnostic::warning("a").with_item("x"));
+    }
+
+    #[test]
+    fn wire_shape_omits_absent_fields() {
+        let d = Diagnostic::warning("w").with_item("i1");
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"level":"warning","message":"w","itemId":"i1"}"#
+        );
+        assert_eq!(counts(&[d.clone(), Diagnostic::error("e")]), (1, 1, 0));
+        assert!(!is_usable(&[Diagnostic::error("e")]));
+    }
+}

@@ -1,0 +1,1 @@
+//! Browser and real-Pi tests live in tests/.
