@@ -10,3 +10,6 @@ pub mod canonical;
 pub mod diag;
 pub mod id;
 pub mod json;
+pub mod capability;
+pub mod profile;
+pub mod stack;

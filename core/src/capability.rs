@@ -1,0 +1,1 @@
+//! Capabilities and Preset capability bindings.

@@ -1,0 +1,1 @@
+//! Agent profiles: model + thinking level + prompt stack.

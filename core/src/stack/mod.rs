@@ -1,0 +1,1 @@
+//! Prompt stacks ("Presets"): schema, normalization, validation, serialization.
