@@ -7,9 +7,11 @@
 #![forbid(unsafe_code)]
 
 pub mod canonical;
+pub mod config;
 pub mod diag;
 pub mod id;
 pub mod json;
 pub mod capability;
 pub mod profile;
 pub mod stack;
+pub mod workspace;

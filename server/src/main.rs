@@ -1,1 +1,22 @@
-fn main() {}
+//! `pi-forge`: the command-line entry point. Each module owns one concern.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod cli;
+mod commands;
+mod paths;
+mod ui;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("pi-forge: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

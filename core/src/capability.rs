@@ -1,1 +1,0 @@
-//! Capabilities and Preset capability bindings.

@@ -1,0 +1,638 @@
+//! Where resource files live and how they change: the [`Store`] trait, the filesystem
+//! implementation [`FsStore`] and the in-memory [`MemStore`] used by service tests.
+//!
+//! Invariants every implementation keeps:
+//! - a file is addressed by a [`FileRef`]: an anchor (project or global root), one of the known
+//!   resource directories and a plain file name `*.json`; nothing else is addressable, so path
+//!   tricks (`..`, `/`, absolute paths) are unrepresentable past [`FileRef::new`];
+//! - every update and delete names the revision (`sha256:` of the raw bytes) it is based on, and a
+//!   mismatch is a [`StoreError::Conflict`] carrying the current revision — never an overwrite;
+//! - creates are exclusive;
+//! - a failed write leaves the previous bytes in place (temp file + fsync + rename).
+
+use crate::canonical::revision;
+use crate::id::Scope;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A resource directory, relative to its scope's anchor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    /// `prompt-stacks/` under the forge root.
+    Stacks,
+    /// `<cwd>/.pi/prompt-stacks/`: read and edited in place, project scope only.
+    LegacyStacks,
+    /// `agent-profiles/` under the forge root.
+    Profiles,
+    /// `capabilities/` under the forge root.
+    Capabilities,
+    /// The forge root itself (`config.json`).
+    Root,
+}
+
+impl Dir {
+    /// Path of this directory relative to the scope anchor (the project's cwd or the global root).
+    pub fn relative(self, scope: Scope) -> &'static str {
+        match (scope, self) {
+            (Scope::Project, Dir::Stacks) => ".pi/forge/prompt-stacks",
+            (Scope::Project, Dir::LegacyStacks) => ".pi/prompt-stacks",
+            (Scope::Project, Dir::Profiles) => ".pi/forge/agent-profiles",
+            (Scope::Project, Dir::Capabilities) => ".pi/forge/capabilities",
+            (Scope::Project, Dir::Root) => ".pi/forge",
+            (Scope::Global, Dir::Stacks) => "prompt-stacks",
+            // The global scope has no legacy directory; it maps to the primary one.
+            (Scope::Global, Dir::LegacyStacks) => "prompt-stacks",
+            (Scope::Global, Dir::Profiles) => "agent-profiles",
+            (Scope::Global, Dir::Capabilities) => "capabilities",
+            (Scope::Global, Dir::Root) => "",
+        }
+    }
+}
+
+/// The address of one resource file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileRef {
+    pub scope: Scope,
+    pub dir: Dir,
+    name: String,
+}
+
+impl FileRef {
+    /// Validates `name` as a plain, non-hidden `*.json` file name.
+    pub fn new(scope: Scope, dir: Dir, name: impl Into<String>) -> Result<FileRef, StoreError> {
+        let name = name.into();
+        if !is_plain_json_name(&name) || name.starts_with('.') {
+            return Err(StoreError::InvalidPath(format!(
+                "{name:?} is not a plain .json file name"
+            )));
+        }
+        Ok(FileRef { scope, dir, name })
+    }
+
+    /// For files found by listing: dotfiles are allowed (they were already on disk).
+    fn listed(scope: Scope, dir: Dir, name: String) -> FileRef {
+        FileRef { scope, dir, name }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Path relative to the scope anchor, `/`-separated.
+    pub fn relative_path(&self) -> String {
+        let dir = self.dir.relative(self.scope);
+        if dir.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{dir}/{}", self.name)
+        }
+    }
+}
+
+impl fmt::Display for FileRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.scope, self.relative_path())
+    }
+}
+
+fn is_plain_json_name(name: &str) -> bool {
+    name.ends_with(".json")
+        && name.len() > ".json".len()
+        && !name.contains(['/', '\\', '\0'])
+        && name != "."
+        && name != ".."
+}
+
+/// What went wrong with a store operation. `code()` gives the stable machine code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("Refusing unsafe path: {0}")]
+    InvalidPath(String),
+    #[error("File already exists: {0}")]
+    Exists(String),
+    #[error("File does not exist: {0}")]
+    Missing(String),
+    #[error("{path} changed on disk: it is now at revision {current}, not {expected}")]
+    Conflict {
+        path: String,
+        expected: String,
+        current: String,
+    },
+    #[error("{path} is larger than {limit} bytes")]
+    TooLarge { path: String, limit: u64 },
+    #[error("Cannot access {path}: {message}")]
+    Io { path: String, message: String },
+    #[error("No {0} directory is configured")]
+    NoAnchor(Scope),
+}
+
+impl StoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::InvalidPath(_) => "invalid_path",
+            StoreError::Exists(_) => "exists",
+            StoreError::Missing(_) => "not_found",
+            StoreError::Conflict { .. } => "stale_revision",
+            StoreError::TooLarge { .. } => "too_large",
+            StoreError::Io { .. } => "io",
+            StoreError::NoAnchor(_) => "no_anchor",
+        }
+    }
+}
+
+/// An entry found by [`Store::list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub file: FileRef,
+    /// Set when the entry cannot be read safely (a symlink leaving the scope, a directory, …).
+    pub refused: Option<String>,
+}
+
+/// Storage of resource files. Paths are always [`FileRef`]s; revisions are `sha256:<hex>`.
+pub trait Store: Send + Sync {
+    /// `*.json` entries of a directory (dotfiles included), sorted by UTF-16 code units.
+    /// A missing directory lists as empty.
+    fn list(&self, scope: Scope, dir: Dir) -> Result<Vec<Listed>, StoreError>;
+    /// Raw bytes, refusing files over `limit` bytes.
+    fn read(&self, file: &FileRef, limit: u64) -> Result<Vec<u8>, StoreError>;
+    /// Exclusive create; returns the new revision.
+    fn create(&self, file: &FileRef, bytes: &[u8]) -> Result<String, StoreError>;
+    /// Replace the file if its current revision is `expected`; returns the new revision.
+    fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError>;
+    /// Delete the file if its current revision is `expected`.
+    fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError>;
+    /// A human-readable path for messages and API responses.
+    fn display_path(&self, file: &FileRef) -> String;
+}
+
+fn sort_utf16(names: &mut [String]) {
+    names.sort_by(|a, b| crate::json::cmp_utf16(a, b));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filesystem
+
+/// Test-only fault injection for [`FsStore`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Write and fsync the temp file, then stop as if the process died before the rename.
+    CrashBeforeRename,
+}
+
+/// The real store: files under the project's cwd and the global forge root.
+#[derive(Debug)]
+pub struct FsStore {
+    project: Option<PathBuf>,
+    global: PathBuf,
+    /// Serializes check-then-write sequences within this process, so concurrent saves from one
+    /// base revision yield exactly one winner.
+    write_lock: Mutex<()>,
+    fault: Mutex<Option<Fault>>,
+}
+
+impl FsStore {
+    /// `project` is the project's working directory (the parent of `.pi/`), `global` the global
+    /// forge root (`$PI_FORGE_GLOBAL_DIR` or `~/.pi/forge`).
+    pub fn new(project: Option<PathBuf>, global: PathBuf) -> FsStore {
+        FsStore {
+            project,
+            global,
+            write_lock: Mutex::new(()),
+            fault: Mutex::new(None),
+        }
+    }
+
+    /// Arms a fault for the next write (tests only).
+    pub fn inject_fault(&self, fault: Option<Fault>) {
+        if let Ok(mut slot) = self.fault.lock() {
+            *slot = fault;
+        }
+    }
+
+    fn anchor(&self, scope: Scope) -> Result<&Path, StoreError> {
+        match scope {
+            Scope::Project => self.project.as_deref().ok_or(StoreError::NoAnchor(scope)),
+            Scope::Global => Ok(&self.global),
+        }
+    }
+
+    pub fn dir_path(&self, scope: Scope, dir: Dir) -> Result<PathBuf, StoreError> {
+        let rel = dir.relative(scope);
+        let anchor = self.anchor(scope)?;
+        Ok(if rel.is_empty() {
+            anchor.to_path_buf()
+        } else {
+            anchor.join(rel)
+        })
+    }
+
+    pub fn path(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
+        Ok(self.dir_path(file.scope, file.dir)?.join(&file.name))
+    }
+
+    /// Refuses a target when any existing component below the anchor is a symlink, or the target
+    /// is not a regular file.
+    fn check_safe(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
+        let anchor = self.anchor(file.scope)?;
+        let mut current = anchor.to_path_buf();
+        let rel = file.relative_path();
+        for part in rel.split('/') {
+            current.push(part);
+            match fs::symlink_metadata(&current) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(StoreError::InvalidPath(format!(
+                        "{} is a symbolic link",
+                        current.display()
+                    )))
+                }
+                Ok(meta) if part == file.name && !meta.is_file() => {
+                    return Err(StoreError::InvalidPath(format!(
+                        "{} is not a regular file",
+                        current.display()
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(current)
+    }
+
+    fn take_fault(&self) -> Option<Fault> {
+        self.fault.lock().ok().and_then(|mut f| f.take())
+    }
+
+    fn read_path(path: &Path, limit: u64) -> Result<Vec<u8>, StoreError> {
+        let display = path.display().to_string();
+        let file = fs::File::open(path).map_err(|e| io_or_missing(&display, e))?;
+        let meta = file.metadata().map_err(|e| io_err(&display, e))?;
+        if !meta.is_file() {
+            return Err(StoreError::InvalidPath(format!(
+                "{display} is not a regular file"
+            )));
+        }
+        if meta.len() > limit {
+            return Err(StoreError::TooLarge {
+                path: display,
+                limit,
+            });
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_err(&display, e))?;
+        if bytes.len() as u64 > limit {
+            return Err(StoreError::TooLarge {
+                path: display,
+                limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Writes `bytes` to a temp file in `dir`, fsyncs it and returns its path.
+    fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        // Never ends in `.json`, so discovery never mistakes a leftover for a resource.
+        let temp = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+        let display = temp.display().to_string();
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| io_err(&display, e))?;
+        let result = out.write_all(bytes).and_then(|_| out.sync_all());
+        if let Err(e) = result {
+            let _ = fs::remove_file(&temp);
+            return Err(io_err(&display, e));
+        }
+        Ok(temp)
+    }
+
+    fn sync_dir(dir: &Path) {
+        // Best effort: not every platform can open a directory for fsync.
+        if let Ok(handle) = fs::File::open(dir) {
+            let _ = handle.sync_all();
+        }
+    }
+
+    fn current_revision(path: &Path) -> Result<String, StoreError> {
+        Ok(revision(&Self::read_path(path, u64::MAX)?))
+    }
+}
+
+fn io_err(path: &str, e: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn io_or_missing(path: &str, e: std::io::Error) -> StoreError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        StoreError::Missing(path.to_string())
+    } else {
+        io_err(path, e)
+    }
+}
+
+impl Store for FsStore {
+    fn list(&self, scope: Scope, dir: Dir) -> Result<Vec<Listed>, StoreError> {
+        let path = match self.dir_path(scope, dir) {
+            Ok(p) => p,
+            Err(StoreError::NoAnchor(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let display = path.display().to_string();
+        let entries = match fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&display, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err(&display, e))?;
+            if let Ok(name) = entry.file_name().into_string() {
+                if name.ends_with(".json") && name.len() > 5 {
+                    names.push(name);
+                }
+            }
+        }
+        sort_utf16(&mut names);
+        let scope_root = self.anchor(scope)?.to_path_buf();
+        let out = names
+            .into_iter()
+            .map(|name| {
+                let full = path.join(&name);
+                let refused = refusal(&full, &scope_root, scope);
+                Listed {
+                    file: FileRef::listed(scope, dir, name),
+                    refused,
+                }
+            })
+            .collect();
+        Ok(out)
+    }
+
+    fn read(&self, file: &FileRef, limit: u64) -> Result<Vec<u8>, StoreError> {
+        Self::read_path(&self.path(file)?, limit)
+    }
+
+    fn create(&self, file: &FileRef, bytes: &[u8]) -> Result<String, StoreError> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let target = self.check_safe(file)?;
+        let dir = self.dir_path(file.scope, file.dir)?;
+        let display = target.display().to_string();
+        if fs::symlink_metadata(&target).is_ok() {
+            return Err(StoreError::Exists(display));
+        }
+        fs::create_dir_all(&dir).map_err(|e| io_err(&dir.display().to_string(), e))?;
+        // Directories just created must not have been swapped for links meanwhile.
+        self.check_safe(file)?;
+        let temp = Self::write_temp(&dir, &file.name, bytes)?;
+        if self.take_fault() == Some(Fault::CrashBeforeRename) {
+            return Err(io_err(&display, std::io::Error::other("simulated crash")));
+        }
+        // hard_link fails when the target exists: an exclusive create of complete content.
+        let linked = fs::hard_link(&temp, &target);
+        let _ = fs::remove_file(&temp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::Exists(display))
+            }
+            // Filesystems without hard links: exclusive open, then write and fsync.
+            Err(_) => {
+                let mut out = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&target)
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::AlreadyExists => StoreError::Exists(display.clone()),
+                        _ => io_err(&display, e),
+                    })?;
+                out.write_all(bytes)
+                    .and_then(|_| out.sync_all())
+                    .map_err(|e| io_err(&display, e))?;
+            }
+        }
+        Self::sync_dir(&dir);
+        Ok(revision(bytes))
+    }
+
+    fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let target = self.check_safe(file)?;
+        let dir = self.dir_path(file.scope, file.dir)?;
+        let display = target.display().to_string();
+        let current = Self::current_revision(&target)?;
+        if current != expected {
+            return Err(StoreError::Conflict {
+                path: display,
+                expected: expected.to_string(),
+                current,
+            });
+        }
+        let temp = Self::write_temp(&dir, &file.name, bytes)?;
+        if self.take_fault() == Some(Fault::CrashBeforeRename) {
+            return Err(io_err(&display, std::io::Error::other("simulated crash")));
+        }
+        // Re-check right before the rename to keep the window for external edits small.
+        let latest = Self::current_revision(&target);
+        if latest.as_deref() != Ok(expected) {
+            let _ = fs::remove_file(&temp);
+            return match latest {
+                Ok(current) => Err(StoreError::Conflict {
+                    path: display,
+                    expected: expected.to_string(),
+                    current,
+                }),
+                Err(e) => Err(e),
+            };
+        }
+        if let Err(e) = fs::rename(&temp, &target) {
+            let _ = fs::remove_file(&temp);
+            return Err(io_err(&display, e));
+        }
+        Self::sync_dir(&dir);
+        Ok(revision(bytes))
+    }
+
+    fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let target = self.check_safe(file)?;
+        let display = target.display().to_string();
+        let current = Self::current_revision(&target)?;
+        if current != expected {
+            return Err(StoreError::Conflict {
+                path: display,
+                expected: expected.to_string(),
+                current,
+            });
+        }
+        fs::remove_file(&target).map_err(|e| io_or_missing(&display, e))?;
+        if let Ok(dir) = self.dir_path(file.scope, file.dir) {
+            Self::sync_dir(&dir);
+        }
+        Ok(())
+    }
+
+    fn display_path(&self, file: &FileRef) -> String {
+        self.path(file)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| file.to_string())
+    }
+}
+
+/// Why a listed entry must not be read: a directory, or a symlink whose target leaves the
+/// scope's root (or dangles).
+fn refusal(full: &Path, scope_root: &Path, scope: Scope) -> Option<String> {
+    let meta = fs::symlink_metadata(full).ok()?;
+    if meta.file_type().is_symlink() {
+        let root = fs::canonicalize(scope_root).unwrap_or_else(|_| scope_root.to_path_buf());
+        return match fs::canonicalize(full) {
+            Ok(target) if target.starts_with(&root) && target.is_file() => None,
+            Ok(target) => Some(format!(
+                "it is a symbolic link to {}, outside the {scope} forge directory; pi-forge does not follow it",
+                target.display()
+            )),
+            Err(_) => Some("it is a broken symbolic link".to_string()),
+        };
+    }
+    if !meta.is_file() {
+        return Some("it is not a regular file".to_string());
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+/// An in-memory store with the same semantics as [`FsStore`], for service tests.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    files: Mutex<BTreeMap<(Scope, String), Vec<u8>>>,
+}
+
+impl MemStore {
+    pub fn new() -> MemStore {
+        MemStore::default()
+    }
+
+    /// Puts a file in place without any check (test setup).
+    pub fn insert(&self, scope: Scope, relative_path: &str, bytes: impl Into<Vec<u8>>) {
+        if let Ok(mut files) = self.files.lock() {
+            files.insert((scope, relative_path.to_string()), bytes.into());
+        }
+    }
+
+    /// Raw bytes of a file, if present (test assertions).
+    pub fn get(&self, scope: Scope, relative_path: &str) -> Option<Vec<u8>> {
+        self.files
+            .lock()
+            .ok()?
+            .get(&(scope, relative_path.to_string()))
+            .cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Scope, String), Vec<u8>>> {
+        self.files.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Store for MemStore {
+    fn list(&self, scope: Scope, dir: Dir) -> Result<Vec<Listed>, StoreError> {
+        let prefix = dir.relative(scope);
+        let files = self.lock();
+        let mut names: Vec<String> = files
+            .keys()
+            .filter(|(s, _)| *s == scope)
+            .filter_map(|(_, path)| {
+                let rest = if prefix.is_empty() {
+                    path.as_str()
+                } else {
+                    path.strip_prefix(prefix)?.strip_prefix('/')?
+                };
+                (!rest.contains('/') && is_plain_json_name(rest)).then(|| rest.to_string())
+            })
+            .collect();
+        sort_utf16(&mut names);
+        Ok(names
+            .into_iter()
+            .map(|name| Listed {
+                file: FileRef::listed(scope, dir, name),
+                refused: None,
+            })
+            .collect())
+    }
+
+    fn read(&self, file: &FileRef, limit: u64) -> Result<Vec<u8>, StoreError> {
+        let key = (file.scope, file.relative_path());
+        let files = self.lock();
+        let bytes = files
+            .get(&key)
+            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
+        if bytes.len() as u64 > limit {
+            return Err(StoreError::TooLarge {
+                path: file.to_string(),
+                limit,
+            });
+        }
+        Ok(bytes.clone())
+    }
+
+    fn create(&self, file: &FileRef, bytes: &[u8]) -> Result<String, StoreError> {
+        let key = (file.scope, file.relative_path());
+        let mut files = self.lock();
+        if files.contains_key(&key) {
+            return Err(StoreError::Exists(file.to_string()));
+        }
+        files.insert(key, bytes.to_vec());
+        Ok(revision(bytes))
+    }
+
+    fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError> {
+        let key = (file.scope, file.relative_path());
+        let mut files = self.lock();
+        let current = files
+            .get(&key)
+            .map(|b| revision(b))
+            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
+        if current != expected {
+            return Err(StoreError::Conflict {
+                path: file.to_string(),
+                expected: expected.to_string(),
+                current,
+            });
+        }
+        files.insert(key, bytes.to_vec());
+        Ok(revision(bytes))
+    }
+
+    fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError> {
+        let key = (file.scope, file.relative_path());
+        let mut files = self.lock();
+        let current = files
+            .get(&key)
+            .map(|b| revision(b))
+            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
+        if current != expected {
+            return Err(StoreError::Conflict {
+                path: file.to_string(),
+                expected: expected.to_string(),
+                current,
+            });
+        }
+        files.remove(&key);
+        Ok(())
+    }
+
+    fn display_path(&self, file: &FileRef) -> String {
+        file.to_string()
+    }
+}

@@ -1,0 +1,154 @@
+//! `pi-forge bench`: measured numbers for `cargo xtask bench`, printed as JSON.
+//!
+//! Workspace load: a generated project with N stacks (plus a few profiles and capabilities) is
+//! written to a temporary directory, then loaded and validated several times; the report gives
+//! the median and best wall time. Fingerprints: canonical JSON + SHA-256 of a realistic stack,
+//! repeated for about half a second.
+
+use anyhow::{Context, Result};
+use forge_core::canonical::fingerprint;
+use forge_core::json;
+use forge_core::workspace::{self, FsStore, LoadOptions};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn sample_stack(i: usize) -> Value {
+    json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": format!("stack-{i:05}"),
+        "name": format!("Generated stack {i}"),
+        "description": "A generated stack for the load benchmark.",
+        "mode": if i % 3 == 0 { "append" } else { "replace" },
+        "tools": {"allow": ["read", "grep", "find", "ls"]},
+        "parameters": {"audience": "main agent", "depth": i % 7, "flags": {"strict": true}},
+        "regex": {"schemaVersion": 1, "rules": [
+            {"id": "ooc", "stage": "history", "pattern": "\\s*\\(OOC:[^)]+\\)", "flags": "g", "replace": "", "roles": ["assistant"]}
+        ]},
+        "items": [
+            {"kind": "block", "id": "intro", "role": "system", "content": format!("You are helper number {i}. Audience: {{{{ parameters.audience }}}}.")},
+            {"kind": "slot", "id": "tools", "role": "system", "slot": "tools", "options": {"format": "plain"}},
+            {"kind": "slot", "id": "context", "role": "system", "slot": "project-context"},
+            {"kind": "slot", "id": "date", "role": "system", "slot": "date-cwd", "options": {"includeTime": true}},
+            {"kind": "slot", "id": "history", "slot": "chat-history", "options": {"maxMessages": 40}},
+            {"kind": "block", "id": "reminder", "role": "user", "content": "Remember: {{ runtime.lastUserMessage }}"}
+        ]
+    })
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!("pi-forge-bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn write_workspace(root: &Path, stacks: usize) -> Result<u64> {
+    let dir = root.join(".pi/forge/prompt-stacks");
+    std::fs::create_dir_all(&dir)?;
+    let mut bytes = 0u64;
+    for i in 0..stacks {
+        let text = json::to_pretty(&sample_stack(i));
+        bytes += text.len() as u64;
+        std::fs::write(dir.join(format!("stack-{i:05}.json")), text)?;
+    }
+    let profiles = root.join(".pi/forge/agent-profiles");
+    std::fs::create_dir_all(&profiles)?;
+    for i in 0..20 {
+        let p = json!({"schemaVersion": 1, "type": "pi-forge.agent-profile", "id": format!("profile-{i}"),
+            "model": {"provider": "prov", "id": "model"}, "thinkingLevel": "high", "promptStack": format!("stack-{i:05}")});
+        std::fs::write(profiles.join(format!("profile-{i}.json")), json::to_pretty(&p))?;
+    }
+    let caps = root.join(".pi/forge/capabilities");
+    std::fs::create_dir_all(&caps)?;
+    for i in 0..20 {
+        let c = json!({"schemaVersion": 1, "type": "pi-forge.capability", "id": format!("cap-{i}"),
+            "content": "Review carefully.", "tools": {"add": ["grep"], "remove": ["write"]}});
+        std::fs::write(caps.join(format!("cap-{i}.json")), json::to_pretty(&c))?;
+    }
+    Ok(bytes)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+pub fn run(stacks: usize) -> Result<()> {
+    let temp = TempDir::new()?;
+    let project = temp.0.join("project");
+    let global = temp.0.join("global");
+    std::fs::create_dir_all(&global)?;
+    let bytes = write_workspace(&project, stacks)?;
+    let store = FsStore::new(Some(project.clone()), global);
+    let opts = LoadOptions {
+        trusted: true,
+        extra_slots: Vec::new(),
+    };
+
+    let mut samples = Vec::new();
+    let mut loaded = 0;
+    let mut errors = 0;
+    for _ in 0..5 {
+        let start = Instant::now();
+        let snapshot = workspace::load(&store, &opts);
+        samples.push(start.elapsed());
+        loaded = snapshot.stacks.len() + snapshot.profiles.len() + snapshot.capabilities.len();
+        errors = snapshot
+            .all_diagnostics()
+            .iter()
+            .flat_map(|(_, d)| d.iter())
+            .filter(|d| d.is_error())
+            .count();
+    }
+    let best = samples.iter().min().copied().unwrap_or_default();
+    let load_median = median(samples);
+
+    let value = sample_stack(7);
+    let start = Instant::now();
+    let mut count = 0u64;
+    while start.elapsed() < Duration::from_millis(500) {
+        for _ in 0..100 {
+            std::hint::black_box(fingerprint(std::hint::black_box(&value)));
+        }
+        count += 100;
+    }
+    let per_sec = count as f64 / start.elapsed().as_secs_f64();
+
+    let report = json!({
+        "workspaceLoad": {
+            "stacks": stacks,
+            "files": loaded,
+            "bytes": bytes,
+            "errors": errors,
+            "runs": 5,
+            "medianMs": ms(load_median),
+            "bestMs": ms(best),
+            "targetMs": 1000,
+        },
+        "fingerprint": {
+            "canonicalBytes": forge_core::canonical::canonical(&value).len(),
+            "perSecond": per_sec.round(),
+        }
+    });
+    print!("{}", json::to_pretty(&report));
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! Command-line grammar (clap). Kept apart from the commands so `--help` reads as one document.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Examples:
+  pi-forge check                      validate every resource of the project in this directory
+  pi-forge check --project ~/code/app --json
+  pi-forge list stacks                show prompt stacks (Presets) with their diagnostics counts
+  pi-forge fingerprint .pi/forge/prompt-stacks/reviewer.json
+  pi-forge ui                         open the editor for this project in your browser
+
+Resources live in <project>/.pi/forge/ (prompt-stacks/, agent-profiles/, capabilities/,
+config.json; the legacy <project>/.pi/prompt-stacks/ is read too) and in the global directory
+$PI_FORGE_GLOBAL_DIR, or ~/.pi/forge when that variable is unset.
+
+Exit status: 0 success, 1 the workspace has errors (check), 2 usage or runtime failure.";
+
+/// Shape how the Pi coding agent thinks: prompt stacks, agent profiles and capabilities.
+#[derive(Debug, Parser)]
+#[command(name = "pi-forge", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkspaceArgs {
+    /// Project directory (the folder that holds `.pi/`). Defaults to the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Global forge directory. Defaults to $PI_FORGE_GLOBAL_DIR, else ~/.pi/forge.
+    #[arg(long, value_name = "DIR")]
+    pub global_dir: Option<PathBuf>,
+    /// Treat the project as untrusted: only global resources are read, nothing is written.
+    /// Also set by PI_FORGE_UNTRUSTED=1.
+    #[arg(long)]
+    pub untrusted: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate every resource and print diagnostics grouped by file.
+    #[command(after_help = "Exit status: 0 when there is no error (warnings allowed), 1 when any \
+file has an error, 2 on a usage error.\n\nExample:\n  pi-forge check --project . --json")]
+    Check {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List resources (all kinds, or one) with scope, id, path and diagnostic counts.
+    #[command(after_help = "Examples:\n  pi-forge list\n  pi-forge list profiles --json")]
+    List {
+        /// Which kind of resource to list.
+        #[arg(value_enum)]
+        kind: Option<ListKind>,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the revision and `sha256:v1:` fingerprint of a resource file.
+    #[command(after_help = "The kind is taken from the file's \"type\" field or its directory \
+(prompt-stacks/, agent-profiles/, capabilities/); other JSON files get the fingerprint of their \
+canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/reviewer.json")]
+    Fingerprint {
+        /// The JSON file.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start (or reuse) the web editor on 127.0.0.1 and open it in the browser.
+    Ui {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Port to bind on 127.0.0.1 (default: config.json webEditor.port, else any free port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Do not open a browser; just print the URL.
+        #[arg(long)]
+        no_open: bool,
+        /// Serve the built-in demo workspace instead of a project.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Measure performance and print a JSON report (used by `cargo xtask bench`).
+    #[command(hide = true)]
+    Bench {
+        /// Number of generated stacks for the load benchmark.
+        #[arg(long, default_value_t = 10_000)]
+        stacks: usize,
+        /// Print JSON (the default; kept for symmetry).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListKind {
+    Stacks,
+    Profiles,
+    Capabilities,
+}

@@ -1,0 +1,301 @@
+//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui` and `bench`.
+
+use crate::cli::{Cli, Command, ListKind, WorkspaceArgs};
+use crate::paths::WorkspacePaths;
+use anyhow::{Context, Result};
+use forge_core::canonical::{fingerprint, revision};
+use forge_core::diag::{counts, Diagnostic};
+use forge_core::workspace::{self, FsStore, Kind, Loaded, LoadOptions, WorkspaceSnapshot};
+use forge_core::{capability, json, profile, stack};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check { workspace, json } => check(&workspace, json),
+        Command::List {
+            kind,
+            workspace,
+            json,
+        } => list(kind, &workspace, json),
+        Command::Fingerprint { file, json } => fingerprint_file(&file, json),
+        Command::Ui {
+            workspace,
+            port,
+            no_open,
+            demo,
+        } => {
+            let paths = WorkspacePaths::from_args(&workspace)?;
+            crate::ui::run(crate::ui::UiOptions {
+                project: paths.project,
+                port,
+                no_open,
+                demo,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { stacks, json: _ } => {
+            crate::bench::run(stacks)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Loads the workspace the arguments point at.
+pub fn load_workspace(args: &WorkspaceArgs) -> Result<(WorkspacePaths, WorkspaceSnapshot)> {
+    let paths = WorkspacePaths::from_args(args)?;
+    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    let snapshot = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: paths.trusted,
+            extra_slots: Vec::new(),
+        },
+    );
+    Ok((paths, snapshot))
+}
+
+/// A path relative to the project when it is inside it, for shorter output.
+fn short_path(path: &str, project: &Path) -> String {
+    Path::new(path)
+        .strip_prefix(project)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.to_string())
+}
+
+struct Row<'a> {
+    kind: Kind,
+    key: String,
+    path: String,
+    revision: &'a str,
+    diagnostics: &'a [Diagnostic],
+}
+
+fn rows<'a>(snapshot: &'a WorkspaceSnapshot, project: &Path, only: Option<ListKind>) -> Vec<Row<'a>> {
+    fn push<'a, T>(out: &mut Vec<Row<'a>>, kind: Kind, entries: &'a [Loaded<T>], project: &Path) {
+        out.extend(entries.iter().map(|e| Row {
+            kind,
+            key: e.key.to_string(),
+            path: short_path(&e.path, project),
+            revision: &e.revision,
+            diagnostics: &e.diagnostics,
+        }));
+    }
+    let mut out = Vec::new();
+    if matches!(only, None | Some(ListKind::Stacks)) {
+        push(&mut out, Kind::Stack, &snapshot.stacks, project);
+    }
+    if matches!(only, None | Some(ListKind::Profiles)) {
+        push(&mut out, Kind::Profile, &snapshot.profiles, project);
+    }
+    if matches!(only, None | Some(ListKind::Capabilities)) {
+        push(&mut out, Kind::Capability, &snapshot.capabilities, project);
+    }
+    out
+}
+
+fn check(args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
+    let (paths, snapshot) = load_workspace(args)?;
+    let mut groups: Vec<(String, Option<Kind>, String, &[Diagnostic])> = Vec::new();
+    if !snapshot.problems.is_empty() {
+        groups.push(("(workspace)".into(), None, String::new(), &snapshot.problems));
+    }
+    if let Some(config) = &snapshot.config {
+        groups.push((
+            short_path(&config.path, &paths.project),
+            None,
+            String::new(),
+            &config.diagnostics,
+        ));
+    }
+    for row in rows(&snapshot, &paths.project, None) {
+        groups.push((row.path, Some(row.kind), row.key, row.diagnostics));
+    }
+    let all: Vec<Diagnostic> = groups
+        .iter()
+        .flat_map(|g| g.3.iter().cloned())
+        .collect();
+    let (errors, warnings, infos) = counts(&all);
+    let files = groups.len();
+
+    if as_json {
+        let report = json!({
+            "ok": errors == 0,
+            "trusted": snapshot.trusted,
+            "project": paths.project.display().to_string(),
+            "globalDir": paths.global.display().to_string(),
+            "files": groups.iter().map(|(path, kind, key, diags)| json!({
+                "path": path,
+                "kind": kind.map(|k| k.noun()),
+                "key": if key.is_empty() { Value::Null } else { json!(key) },
+                "diagnostics": diags,
+            })).collect::<Vec<_>>(),
+            "errors": errors,
+            "warnings": warnings,
+            "infos": infos,
+        });
+        print!("{}", json::to_pretty(&report));
+    } else {
+        if !snapshot.trusted {
+            println!("Project is untrusted: only global resources were checked.");
+        }
+        for (path, _, key, diags) in &groups {
+            if diags.is_empty() {
+                continue;
+            }
+            if key.is_empty() {
+                println!("{path}");
+            } else {
+                println!("{path} ({key})");
+            }
+            for d in diags.iter() {
+                println!("  {d}");
+            }
+        }
+        let with_problems = groups.iter().filter(|g| !g.3.is_empty()).count();
+        println!(
+            "{files} file(s) checked, {with_problems} with diagnostics: {errors} error(s), {warnings} warning(s), {infos} info."
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn list(kind: Option<ListKind>, args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
+    let (paths, snapshot) = load_workspace(args)?;
+    let rows = rows(&snapshot, &paths.project, kind);
+    if as_json {
+        let items: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let (e, w, i) = counts(r.diagnostics);
+                json!({
+                    "kind": r.kind.noun(),
+                    "selector": r.key,
+                    "path": r.path,
+                    "revision": r.revision,
+                    "errors": e,
+                    "warnings": w,
+                    "infos": i,
+                })
+            })
+            .collect();
+        print!("{}", json::to_pretty(&Value::Array(items)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("No resources found (project {}, global {}).", paths.project.display(), paths.global.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
+    for r in &rows {
+        let (e, w, _) = counts(r.diagnostics);
+        let status = match (e, w) {
+            (0, 0) => "ok".to_string(),
+            (0, w) => format!("{w} warning(s)"),
+            (e, 0) => format!("{e} error(s)"),
+            (e, w) => format!("{e} error(s), {w} warning(s)"),
+        };
+        println!(
+            "{:<10} {:<width$}  {:<22} {}",
+            r.kind.noun(),
+            r.key,
+            status,
+            r.path
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn detect_kind(path: &Path, value: &Value) -> Option<Kind> {
+    match value.get("type").and_then(Value::as_str) {
+        Some("pi-forge.prompt-stack") => return Some(Kind::Stack),
+        Some("pi-forge.agent-profile") => return Some(Kind::Profile),
+        Some("pi-forge.capability") => return Some(Kind::Capability),
+        _ => {}
+    }
+    let parent = path.parent()?.file_name()?.to_str()?;
+    match parent {
+        "prompt-stacks" => Some(Kind::Stack),
+        "agent-profiles" => Some(Kind::Profile),
+        "capabilities" => Some(Kind::Capability),
+        _ => None,
+    }
+}
+
+fn fingerprint_file(file: &Path, as_json: bool) -> Result<ExitCode> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let value = json::parse_bytes(&bytes)
+        .with_context(|| format!("{} is not valid JSON", file.display()))?;
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("resource.json");
+    let kind = detect_kind(file, &value);
+    let (id, fp, diagnostics): (Option<String>, String, Vec<Diagnostic>) = match kind {
+        Some(Kind::Stack) => {
+            let parsed = stack::parse_stack_bytes(
+                &bytes,
+                &stack::ParseOptions {
+                    file_name: name,
+                    extra_slots: &[],
+                },
+            );
+            (
+                Some(parsed.stack.id().to_string()),
+                parsed.stack.fingerprint(),
+                parsed.diagnostics,
+            )
+        }
+        Some(Kind::Profile) => {
+            let parsed = profile::parse_profile_bytes(&bytes, name, forge_core::id::Scope::Project);
+            (
+                Some(parsed.profile.id.clone()),
+                parsed.profile.fingerprint(),
+                parsed.diagnostics,
+            )
+        }
+        Some(Kind::Capability) => {
+            let parsed = capability::parse_capability_bytes(&bytes, name);
+            (
+                Some(parsed.capability.id.clone()),
+                fingerprint(&parsed.capability.to_value()),
+                parsed.diagnostics,
+            )
+        }
+        None => (None, fingerprint(&value), Vec::new()),
+    };
+    let kind_name = kind.map(|k| k.noun()).unwrap_or("json");
+    let rev = revision(&bytes);
+    if as_json {
+        let report = json!({
+            "path": file.display().to_string(),
+            "kind": kind_name,
+            "id": id,
+            "revision": rev,
+            "fingerprint": fp,
+            "diagnostics": diagnostics,
+        });
+        print!("{}", json::to_pretty(&report));
+    } else {
+        println!("path:        {}", file.display());
+        println!("kind:        {kind_name}");
+        if let Some(id) = &id {
+            println!("id:          {id}");
+        }
+        println!("revision:    {rev}");
+        println!("fingerprint: {fp}");
+        if kind.is_some() {
+            println!("(the fingerprint covers the normalized resource, so formatting and unknown fields do not change it)");
+        }
+        let (e, w, _) = counts(&diagnostics);
+        if e + w > 0 {
+            println!("note: the file has {e} error(s) and {w} warning(s); run `pi-forge check` to see them");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
