@@ -1,1 +1,837 @@
-fn main() {}
+//! `cargo xtask`: pi-forge's build, setup and CI driver.
+//!
+//! Std-only on purpose: it compiles in about a second and works before any tool is installed.
+//! Every step checks before it acts and says what it did or skipped, so running a command
+//! twice is cheap. See `docs/architecture.md` and the toolchain notes for why the wasm bundle
+//! is built with plain cargo + wasm-bindgen + wasm-opt instead of trunk.
+#![forbid(unsafe_code)]
+
+use std::env;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const HELP: &str = "\
+cargo xtask: build and check pi-forge
+
+USAGE:
+    cargo xtask <COMMAND> [ARGS]
+
+COMMANDS:
+    setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium
+    dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz)
+    run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
+    ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
+    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and print its JSON
+    help             Print this text
+";
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const APT_INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
+/// Files copied verbatim from `assets/` into the bundle.
+const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.svg"];
+/// Wasm features that rustc's wasm32 target emits by default and wasm-bindgen keeps.
+const WASM_OPT_FEATURES: &[&str] = &[
+    "--enable-bulk-memory",
+    "--enable-bulk-memory-opt",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-reference-types",
+    "--enable-mutable-globals",
+    "--enable-multivalue",
+];
+
+/// A failed step: what failed, and what the user can do about it.
+struct Failure {
+    message: String,
+    hint: Option<String>,
+}
+
+type Result<T = ()> = std::result::Result<T, Failure>;
+
+fn fail<T>(message: impl Into<String>) -> Result<T> {
+    Err(Failure {
+        message: message.into(),
+        hint: None,
+    })
+}
+
+fn fail_with_hint<T>(message: impl Into<String>, hint: impl Into<String>) -> Result<T> {
+    Err(Failure {
+        message: message.into(),
+        hint: Some(hint.into()),
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => {
+            eprint!("{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    let rest = rest.strip_prefix(&["--".to_string()]).unwrap_or(rest);
+    let ctx = Ctx::new();
+    let result = match command {
+        "setup" => no_args(command, rest).and_then(|()| setup(&ctx, Setup::All).map(drop)),
+        "dist" => no_args(command, rest).and_then(|()| dist(&ctx).map(drop)),
+        "run" => run_ui(&ctx, rest),
+        "ci" => no_args(command, rest).and_then(|()| ci(&ctx)),
+        "bench" => bench(&ctx, rest),
+        "help" | "-h" | "--help" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => fail_with_hint(
+            format!("unknown command `{other}`"),
+            "run `cargo xtask --help` for the list of commands",
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("xtask: error: {}", failure.message);
+            if let Some(hint) = failure.hint {
+                eprintln!("xtask: hint: {hint}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn no_args(command: &str, rest: &[String]) -> Result {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        fail_with_hint(
+            format!("`{command}` takes no arguments, got {rest:?}"),
+            "run `cargo xtask --help`",
+        )
+    }
+}
+
+/// Paths and programs every command needs.
+struct Ctx {
+    root: PathBuf,
+    cargo: String,
+}
+
+impl Ctx {
+    fn new() -> Ctx {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives one level below the workspace root")
+            .to_path_buf();
+        let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        Ctx { root, cargo }
+    }
+
+    fn cargo(&self) -> Command {
+        let mut cmd = Command::new(&self.cargo);
+        cmd.current_dir(&self.root);
+        cmd
+    }
+
+    fn tools_dir(&self) -> PathBuf {
+        self.root.join("tools")
+    }
+
+    fn wasm_opt(&self) -> PathBuf {
+        self.tools_dir().join("node_modules/.bin/wasm-opt")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// setup
+
+#[derive(Clone, Copy, PartialEq)]
+enum Setup {
+    /// Only what `dist` needs.
+    Wasm,
+    /// Wasm tools plus the browser for the e2e tests.
+    All,
+}
+
+/// Tools located by setup.
+struct Tools {
+    wasm_bindgen: PathBuf,
+}
+
+fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
+    ensure_wasm_target(ctx)?;
+    let wasm_bindgen = ensure_wasm_bindgen(ctx)?;
+    ensure_npm_tools(ctx)?;
+    if scope == Setup::All {
+        ensure_chromium()?;
+    }
+    Ok(Tools { wasm_bindgen })
+}
+
+fn ensure_wasm_target(ctx: &Ctx) -> Result {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(&ctx.root)
+        .output();
+    match installed {
+        Ok(out) if out.status.success() => {
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == WASM_TARGET)
+            {
+                skipped(&format!("rust target {WASM_TARGET} is installed"));
+                return Ok(());
+            }
+            step(&format!("installing rust target {WASM_TARGET}"));
+            run(Command::new("rustup")
+                .args(["target", "add", WASM_TARGET])
+                .current_dir(&ctx.root))
+            .map_err(|f| with_hint(f, format!("rustup target add {WASM_TARGET}")))
+        }
+        _ => {
+            // No rustup (e.g. a distro toolchain): accept a sysroot that already has the target.
+            let sysroot = capture(Command::new("rustc").args(["--print", "sysroot"]))?;
+            let lib = Path::new(sysroot.trim())
+                .join("lib/rustlib")
+                .join(WASM_TARGET);
+            if lib.is_dir() {
+                skipped(&format!(
+                    "rust target {WASM_TARGET} is in {}",
+                    lib.display()
+                ));
+                Ok(())
+            } else {
+                fail_with_hint(
+                    format!("the rust target {WASM_TARGET} is missing and rustup is not available"),
+                    format!("install rustup, then run `rustup target add {WASM_TARGET}`"),
+                )
+            }
+        }
+    }
+}
+
+fn ensure_wasm_bindgen(ctx: &Ctx) -> Result<PathBuf> {
+    let wanted = locked_version(&ctx.root.join("Cargo.lock"), "wasm-bindgen")?;
+    let found = find_program("wasm-bindgen");
+    if let Some(path) = &found {
+        let have = tool_version(path);
+        if have.as_deref() == Some(wanted.as_str()) {
+            skipped(&format!("wasm-bindgen {wanted} at {}", path.display()));
+            return Ok(path.clone());
+        }
+        step(&format!(
+            "wasm-bindgen at {} is {}, Cargo.lock wants {wanted}",
+            path.display(),
+            have.as_deref().unwrap_or("unknown")
+        ));
+    }
+    step(&format!(
+        "installing wasm-bindgen-cli {wanted} (takes about 4 minutes on 2 cores)"
+    ));
+    // `--locked` does not resolve against this registry snapshot; see the toolchain notes.
+    run(ctx
+        .cargo()
+        .args(["install", "wasm-bindgen-cli", "--version", &wanted]))
+    .map_err(|f| {
+        with_hint(
+            f,
+            format!("cargo install wasm-bindgen-cli --version {wanted}"),
+        )
+    })?;
+    let path = find_program("wasm-bindgen").ok_or_else(|| Failure {
+        message: "wasm-bindgen was installed but is not on PATH nor in $CARGO_HOME/bin".into(),
+        hint: Some("add ~/.cargo/bin to PATH".into()),
+    })?;
+    match tool_version(&path) {
+        Some(v) if v == wanted => Ok(path),
+        other => fail_with_hint(
+            format!(
+                "{} reports version {}, expected {wanted}",
+                path.display(),
+                other.as_deref().unwrap_or("unknown")
+            ),
+            "put $CARGO_HOME/bin (usually ~/.cargo/bin) first on PATH",
+        ),
+    }
+}
+
+/// `wasm-bindgen 0.2.130` -> `0.2.130`.
+fn tool_version(path: &Path) -> Option<String> {
+    let out = Command::new(path).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().nth(1).map(str::to_string)
+}
+
+/// The version of `package` recorded in Cargo.lock (exactly one must be present).
+fn locked_version(lock: &Path, package: &str) -> Result<String> {
+    let text = fs::read_to_string(lock).map_err(|e| Failure {
+        message: format!("cannot read {}: {e}", lock.display()),
+        hint: Some("run `cargo generate-lockfile` in the workspace root".into()),
+    })?;
+    let name_line = format!("name = \"{package}\"");
+    let mut versions = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == name_line {
+            if let Some(v) = lines
+                .next()
+                .and_then(|l| l.trim().strip_prefix("version = \""))
+                .and_then(|l| l.strip_suffix('"'))
+            {
+                versions.push(v.to_string());
+            }
+        }
+    }
+    match versions.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => fail_with_hint(
+            format!("{} has no `{package}` package", lock.display()),
+            "run `cargo update -p forge-web` (web/Cargo.toml pins wasm-bindgen)",
+        ),
+        many => fail_with_hint(
+            format!(
+                "{} has several `{package}` versions: {many:?}",
+                lock.display()
+            ),
+            "keep exactly one wasm-bindgen version in the lockfile",
+        ),
+    }
+}
+
+fn ensure_npm_tools(ctx: &Ctx) -> Result {
+    let tools = ctx.tools_dir();
+    let stamp_path = tools.join("node_modules/.pi-forge-stamp");
+    let mut inputs = Vec::new();
+    for name in ["package.json", "package-lock.json"] {
+        let path = tools.join(name);
+        inputs.extend(fs::read(&path).map_err(|e| Failure {
+            message: format!("cannot read {}: {e}", path.display()),
+            hint: None,
+        })?);
+    }
+    let stamp = format!("{:016x}\n", fnv1a(&inputs));
+    let current = fs::read_to_string(&stamp_path).unwrap_or_default();
+    if current == stamp && ctx.wasm_opt().is_file() {
+        skipped("tools/node_modules matches tools/package-lock.json");
+        return Ok(());
+    }
+    step("installing pinned npm tools in tools/ (npm ci)");
+    run(Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(&tools))
+    .map_err(|f| {
+        with_hint(
+            f,
+            "install Node.js and npm (Debian: `apt-get install -y nodejs npm`), then rerun `cargo xtask setup`",
+        )
+    })?;
+    if !ctx.wasm_opt().is_file() {
+        return fail(format!(
+            "npm ci finished but {} is missing",
+            ctx.wasm_opt().display()
+        ));
+    }
+    write_file(&stamp_path, stamp.as_bytes())
+}
+
+fn ensure_chromium() -> Result {
+    let missing: Vec<&str> = [CHROMIUM, CHROMEDRIVER]
+        .into_iter()
+        .filter(|p| !Path::new(p).exists())
+        .collect();
+    if missing.is_empty() {
+        skipped(&format!("{CHROMIUM} and {CHROMEDRIVER} are installed"));
+        return Ok(());
+    }
+    if !is_root() {
+        return fail_with_hint(
+            format!(
+                "{} missing and installing needs root",
+                missing.join(" and ")
+            ),
+            format!("run: sudo sh -c '{APT_INSTALL}'"),
+        );
+    }
+    step(&format!(
+        "installing chromium and chromium-driver ({} missing)",
+        missing.join(", ")
+    ));
+    let hint = format!("run as root: {APT_INSTALL}");
+    run(Command::new("apt-get").arg("update")).map_err(|f| with_hint(f, hint.clone()))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "chromium", "chromium-driver"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+    .map_err(|f| with_hint(f, hint.clone()))?;
+    for path in [CHROMIUM, CHROMEDRIVER] {
+        if !Path::new(path).exists() {
+            return fail_with_hint(format!("{path} is still missing after apt-get"), hint);
+        }
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    // std has no getuid; /proc is enough on Linux, `id -u` elsewhere.
+    if let Ok(status) = fs::read_to_string("/proc/self/status") {
+        if let Some(line) = status.lines().find(|l| l.starts_with("Uid:")) {
+            return line.split_whitespace().nth(1) == Some("0");
+        }
+    }
+    capture(Command::new("id").arg("-u")).is_ok_and(|uid| uid.trim() == "0")
+}
+
+// ---------------------------------------------------------------------------------------------
+// dist
+
+/// Builds the web bundle into `assets/dist`; returns its files with raw and gzip sizes.
+fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
+    let tools = setup(ctx, Setup::Wasm)?;
+    let started = Instant::now();
+
+    step("building forge-web for wasm32 (profile wasm-release)");
+    run(ctx.cargo().args([
+        "build",
+        "-p",
+        "forge-web",
+        "--target",
+        WASM_TARGET,
+        "--profile",
+        "wasm-release",
+    ]))?;
+    let wasm = target_dir(ctx)?
+        .join(WASM_TARGET)
+        .join("wasm-release/forge_web.wasm");
+    if !wasm.is_file() {
+        return fail(format!("cargo build did not produce {}", wasm.display()));
+    }
+
+    let assets = ctx.root.join("assets");
+    let dist = assets.join("dist");
+    let staging = assets.join("dist.partial");
+    remove_dir_if_exists(&staging)?;
+    create_dir(&staging)?;
+
+    step("generating JS bindings (wasm-bindgen --target web)");
+    run(Command::new(&tools.wasm_bindgen)
+        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .arg(&staging)
+        .arg(&wasm))?;
+
+    step("optimizing wasm (wasm-opt -Oz, binaryen from tools/)");
+    let bindgen_wasm = staging.join("forge_web_bg.wasm");
+    let optimized = staging.join("forge_web_bg.opt.wasm");
+    run(Command::new(ctx.wasm_opt())
+        .arg("-Oz")
+        .args(WASM_OPT_FEATURES)
+        .arg(&bindgen_wasm)
+        .arg("-o")
+        .arg(&optimized))
+    .map_err(|f| with_hint(f, "run `cargo xtask setup` to reinstall tools/node_modules"))?;
+    rename(&optimized, &bindgen_wasm)?;
+
+    for name in STATIC_ASSETS {
+        let from = assets.join(name);
+        fs::copy(&from, staging.join(name)).map_err(|e| Failure {
+            message: format!("cannot copy {}: {e}", from.display()),
+            hint: None,
+        })?;
+    }
+
+    // Swap the finished bundle in, so a failed build never leaves a half-written dist.
+    remove_dir_if_exists(&dist)?;
+    rename(&staging, &dist)?;
+
+    let mut files: Vec<(String, u64, Option<u64>)> = Vec::new();
+    let mut entries: Vec<_> = read_dir(&dist)?;
+    entries.sort();
+    for path in entries {
+        let raw = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        files.push((name, raw, gzip_size(&path)));
+    }
+    println!("assets/dist ({:.1}s):", started.elapsed().as_secs_f64());
+    for (name, raw, gz) in &files {
+        let gz = gz.map_or_else(|| "?".to_string(), kib);
+        println!("  {name:<22} {:>10} raw {gz:>10} gzip", kib(*raw));
+    }
+    Ok(files)
+}
+
+fn kib(bytes: u64) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
+/// Size of `gzip -9 -c path`, or None when gzip is not available.
+fn gzip_size(path: &Path) -> Option<u64> {
+    let mut child = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut buf = Vec::new();
+    child.stdout.take()?.read_to_end(&mut buf).ok()?;
+    child.wait().ok()?.success().then_some(buf.len() as u64)
+}
+
+/// Cargo's target directory (honours CARGO_TARGET_DIR and `build.target-dir`).
+fn target_dir(ctx: &Ctx) -> Result<PathBuf> {
+    let json = capture(
+        ctx.cargo()
+            .args(["metadata", "--format-version", "1", "--no-deps"]),
+    )?;
+    json_string_field(&json, "target_directory")
+        .map(PathBuf::from)
+        .ok_or_else(|| Failure {
+            message: "`cargo metadata` output has no target_directory".into(),
+            hint: None,
+        })
+}
+
+/// The first string value of `"key":` in a JSON text (enough for cargo metadata's top level).
+fn json_string_field(json: &str, key: &str) -> Option<String> {
+    let start = json.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let mut out = String::new();
+    let mut chars = json[start..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// run, ci, bench
+
+fn run_ui(ctx: &Ctx, args: &[String]) -> Result {
+    dist(ctx)?;
+    let cwd = env::current_dir().map_err(|e| Failure {
+        message: format!("cannot read the current directory: {e}"),
+        hint: None,
+    })?;
+    let mut ui_args: Vec<String> = args.to_vec();
+    let chose_project = args
+        .iter()
+        .any(|a| a == "--project" || a.starts_with("--project="));
+    if !chose_project && !args.iter().any(|a| a == "--demo") && !cwd.join(".pi/forge").is_dir() {
+        step(&format!(
+            "{} has no .pi/forge: serving the built-in demo workspace (--demo)",
+            cwd.display()
+        ));
+        ui_args.push("--demo".to_string());
+    }
+    let mut cmd = Command::new(&ctx.cargo);
+    cmd.arg("run")
+        .arg("--manifest-path")
+        .arg(ctx.root.join("Cargo.toml"))
+        .args(["-p", "pi-forge", "--bin", "pi-forge", "--", "ui"])
+        .args(&ui_args)
+        .current_dir(&cwd);
+    run(&mut cmd)
+}
+
+fn ci(ctx: &Ctx) -> Result {
+    let started = Instant::now();
+    let mut done: Vec<(String, f64)> = Vec::new();
+    let mut stage = |name: &str, f: &mut dyn FnMut() -> Result| -> Result {
+        println!("\n==> ci: {name}");
+        let t = Instant::now();
+        f().map_err(|failure| Failure {
+            message: format!("ci step `{name}` failed: {}", failure.message),
+            hint: failure.hint,
+        })?;
+        done.push((name.to_string(), t.elapsed().as_secs_f64()));
+        Ok(())
+    };
+
+    stage("setup", &mut || setup(ctx, Setup::All).map(drop))?;
+    stage("fmt", &mut || {
+        run(ctx.cargo().args(["fmt", "--all", "--", "--check"]))
+            .map_err(|f| with_hint(f, "run `cargo fmt --all` and commit the result"))
+    })?;
+    stage("clippy", &mut || {
+        run(ctx.cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    stage("clippy web (wasm32)", &mut || {
+        run(ctx.cargo().args([
+            "clippy",
+            "-p",
+            "forge-web",
+            "--target",
+            WASM_TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    stage("core builds for wasm32", &mut || {
+        run(ctx
+            .cargo()
+            .args(["build", "-p", "forge-core", "--target", WASM_TARGET]))
+        .map_err(|f| {
+            with_hint(
+                f,
+                "forge-core must stay wasm-compatible: no tokio, filesystem-only code behind cfg",
+            )
+        })
+    })?;
+    stage("dist", &mut || dist(ctx).map(drop))?;
+    let nextest = ctx
+        .cargo()
+        .args(["nextest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if nextest {
+        // nextest does not run doctests; run them first so the test summary comes last.
+        stage("doctests", &mut || {
+            run(ctx.cargo().args(["test", "--workspace", "--doc"]))
+        })?;
+        stage("tests (nextest)", &mut || {
+            run(ctx.cargo().args(["nextest", "run", "--workspace"]))
+        })?;
+    } else {
+        stage("tests", &mut || {
+            run(ctx.cargo().args(["test", "--workspace"]))
+        })?;
+    }
+
+    let mut summary = String::new();
+    for (name, secs) in &done {
+        let _ = write!(summary, "{name} {secs:.0}s, ");
+    }
+    println!(
+        "\nxtask ci: OK: all {} steps passed in {:.0}s ({})",
+        done.len(),
+        started.elapsed().as_secs_f64(),
+        summary.trim_end_matches(", ")
+    );
+    Ok(())
+}
+
+fn bench(ctx: &Ctx, args: &[String]) -> Result {
+    step("running pi-forge bench --json (release build)");
+    let out = ctx
+        .cargo()
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "pi-forge",
+            "--bin",
+            "pi-forge",
+            "--",
+            "bench",
+            "--json",
+        ])
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Failure {
+            message: format!("cannot start {}: {e}", ctx.cargo),
+            hint: None,
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    if !stdout.ends_with('\n') && !stdout.is_empty() {
+        println!();
+    }
+    if !out.status.success() {
+        return fail_with_hint(
+            format!("`pi-forge bench --json` failed ({})", out.status),
+            "see the output above; `cargo run -p pi-forge -- bench --help` lists its options",
+        );
+    }
+    if !stdout.trim_start().starts_with(['{', '[']) {
+        return fail("`pi-forge bench --json` did not print JSON");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+fn step(message: &str) {
+    println!("xtask: {message}");
+}
+
+fn skipped(message: &str) {
+    println!("xtask: ok, skipped: {message}");
+}
+
+fn with_hint(mut failure: Failure, hint: impl Into<String>) -> Failure {
+    failure.hint = Some(hint.into());
+    failure
+}
+
+fn display(cmd: &Command) -> String {
+    let mut text = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        text.push(' ');
+        text.push_str(&shell_word(arg));
+    }
+    text
+}
+
+fn shell_word(arg: &OsStr) -> String {
+    let s = arg.to_string_lossy();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs a command with inherited stdio; a non-zero exit is a failure naming the command.
+fn run(cmd: &mut Command) -> Result {
+    let shown = display(cmd);
+    println!("$ {shown}");
+    let _ = std::io::stdout().flush();
+    match cmd.status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => fail(format!("`{shown}` failed ({status})")),
+        Err(e) => fail(format!("cannot start `{shown}`: {e}")),
+    }
+}
+
+/// Runs a command and returns its stdout; stderr is passed through.
+fn capture(cmd: &mut Command) -> Result<String> {
+    let shown = display(cmd);
+    match cmd.stderr(Stdio::inherit()).output() {
+        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Ok(out) => fail(format!("`{shown}` failed ({})", out.status)),
+        Err(e) => fail(format!("cannot start `{shown}`: {e}")),
+    }
+}
+
+/// Finds a program on PATH, then in $CARGO_HOME/bin (cargo install's destination).
+fn find_program(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = env::var_os("PATH")
+        .map(|p| env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = env::var_os("CARGO_HOME") {
+        dirs.push(PathBuf::from(home).join("bin"));
+    }
+    if let Some(home) = env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// 64-bit FNV-1a: a stable fingerprint for stamp files (not for security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn io_failure(what: &str, path: &Path, e: std::io::Error) -> Failure {
+    Failure {
+        message: format!("cannot {what} {}: {e}", path.display()),
+        hint: None,
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result {
+    fs::write(path, bytes).map_err(|e| io_failure("write", path, e))
+}
+
+fn create_dir(path: &Path) -> Result {
+    fs::create_dir_all(path).map_err(|e| io_failure("create", path, e))
+}
+
+fn remove_dir_if_exists(path: &Path) -> Result {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_failure("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> Result {
+    fs::rename(from, to).map_err(|e| io_failure("rename", from, e))
+}
+
+fn read_dir(path: &Path) -> Result<Vec<PathBuf>> {
+    fs::read_dir(path)
+        .and_then(|entries| entries.map(|e| e.map(|e| e.path())).collect())
+        .map_err(|e| io_failure("list", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locked_version_reads_the_package_entry() {
+        let dir = env::temp_dir().join(format!("xtask-lock-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let lock = dir.join("Cargo.lock");
+        fs::write(
+            &lock,
+            r#"
+[[package]]
+name = "wasm-bindgen-macro"
+version = "0.2.130"
+
+[[package]]
+name = "wasm-bindgen"
+version = "0.2.130"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            locked_version(&lock, "wasm-bindgen").ok().as_deref(),
+            Some("0.2.130")
+        );
+        assert!(locked_version(&lock, "leptos").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn json_string_field_unescapes() {
+        let json = r#"{"packages":[],"target_directory":"/a \"b\"\\c","version":1}"#;
+        assert_eq!(
+            json_string_field(json, "target_directory").as_deref(),
+            Some(r#"/a "b"\c"#)
+        );
+        assert_eq!(json_string_field(json, "missing"), None);
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word(OsStr::new("--target")), "--target");
+        assert_eq!(shell_word(OsStr::new("a b")), "'a b'");
+        assert_eq!(shell_word(OsStr::new("it's")), r"'it'\''s'");
+    }
+}
