@@ -5,7 +5,7 @@
 //! [`parse_bindings`] does the structural validation; resolving `ref` against the library is the
 //! workspace loader's job (bare refs resolve in the Preset's own scope, see [`Binding::target`]).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
@@ -97,21 +97,19 @@ pub fn parse_bindings(value: &Value, owner: Scope) -> (Vec<Binding>, Vec<Diagnos
         return (Vec::new(), d);
     }
     let mut bindings = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for (index, item) in items.iter().enumerate() {
         let before = d.len();
         let (effective_id, binding) = parse_binding(index, item, owner, &mut d);
         let own_errors = d.len() > before;
         let mut duplicate = false;
         if let Some(effective_id) = effective_id {
-            if seen.contains_key(&effective_id) {
+            if !seen.insert(effective_id.clone()) {
                 duplicate = true;
                 d.push(field_error(
                     &format!("capabilities[{index}]"),
                     format!("Duplicate binding id \"{effective_id}\" at index {index}"),
                 ));
-            } else {
-                seen.insert(effective_id, index);
             }
         }
         if let Some(binding) = binding {
