@@ -64,7 +64,7 @@ fn resolve_shadowing<'a, T>(entries: &'a [Loaded<T>], selector: &Selector) -> Re
 }
 
 /// How a persisted stack choice came back on reload.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum RestoredStack<'a> {
     /// `none`/`off` was persisted: run without a stack.
     Disabled,
@@ -72,6 +72,20 @@ pub enum RestoredStack<'a> {
     Restored(&'a StackEntry),
     /// It no longer resolves; this is the default choice instead (possibly nothing).
     Fallback(Option<&'a StackEntry>),
+}
+
+impl PartialEq for RestoredStack<'_> {
+    /// Entries compare by the file they came from.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (RestoredStack::Disabled, RestoredStack::Disabled) => true,
+            (RestoredStack::Restored(a), RestoredStack::Restored(b)) => a.file == b.file,
+            (RestoredStack::Fallback(a), RestoredStack::Fallback(b)) => {
+                a.map(|e| &e.file) == b.map(|e| &e.file)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Outcome of profile auto-activation (A8).
@@ -327,8 +341,8 @@ pub(super) fn annotate_stack_bindings(snapshot: &mut WorkspaceSnapshot) {
                 let target = snapshot.binding_target(owner, &binding.reference);
                 let message = match target {
                     Ok(capability) => {
-                        match capability::effective_capability(
-                            &capability.parsed.capability,
+                        match capability::effective_from_parsed(
+                            &capability.parsed,
                             binding.overrides.as_ref(),
                         ) {
                             Ok(_) => None,

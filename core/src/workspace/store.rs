@@ -281,7 +281,7 @@ impl FsStore {
             });
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(limit + 1)
+        file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| io_err(&display, e))?;
         if bytes.len() as u64 > limit {

@@ -1,0 +1,580 @@
+//! Discovery, resolution, activation and the filesystem store, against real temp directories.
+
+use forge_core::canonical::revision;
+use forge_core::id::{parse_selector, ResourceKey, Scope, Selector};
+use forge_core::workspace::{
+    self, Dir, Fault, FileRef, FsStore, LoadOptions, MemStore, RestoredStack, Store, StoreError,
+    WorkspaceSnapshot,
+};
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    _temp: tempfile::TempDir,
+    project: PathBuf,
+    global: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let temp = tempfile::tempdir().unwrap();
+        let project = temp.path().join("project");
+        let global = temp.path().join("global");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&global).unwrap();
+        Fixture {
+            _temp: temp,
+            project,
+            global,
+        }
+    }
+
+    fn write(&self, scope: Scope, rel: &str, text: &str) -> PathBuf {
+        let root = match scope {
+            Scope::Project => &self.project,
+            Scope::Global => &self.global,
+        };
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn stack(&self, scope: Scope, file: &str, body: &str) -> PathBuf {
+        let rel = match scope {
+            Scope::Project => format!(".pi/forge/prompt-stacks/{file}"),
+            Scope::Global => format!("prompt-stacks/{file}"),
+        };
+        self.write(scope, &rel, body)
+    }
+
+    fn profile(&self, scope: Scope, file: &str, body: &str) -> PathBuf {
+        let rel = match scope {
+            Scope::Project => format!(".pi/forge/agent-profiles/{file}"),
+            Scope::Global => format!("agent-profiles/{file}"),
+        };
+        self.write(scope, &rel, body)
+    }
+
+    fn capability(&self, scope: Scope, file: &str, body: &str) -> PathBuf {
+        let rel = match scope {
+            Scope::Project => format!(".pi/forge/capabilities/{file}"),
+            Scope::Global => format!("capabilities/{file}"),
+        };
+        self.write(scope, &rel, body)
+    }
+
+    fn store(&self) -> FsStore {
+        FsStore::new(Some(self.project.clone()), self.global.clone())
+    }
+
+    fn load(&self) -> WorkspaceSnapshot {
+        self.load_with(true)
+    }
+
+    fn load_with(&self, trusted: bool) -> WorkspaceSnapshot {
+        workspace::load(
+            &self.store(),
+            &LoadOptions {
+                trusted,
+                extra_slots: Vec::new(),
+            },
+        )
+    }
+}
+
+fn stack_json(id: &str, extra: &str) -> String {
+    format!(
+        r#"{{"schemaVersion":1,"id":"{id}"{extra},"items":[{{"kind":"block","id":"b","role":"system","content":"hi"}},{{"kind":"slot","id":"h","slot":"chat-history"}}]}}"#
+    )
+}
+
+fn sel(text: &str) -> Selector {
+    parse_selector(text).unwrap()
+}
+
+fn messages(diags: &[forge_core::diag::Diagnostic]) -> Vec<String> {
+    diags.iter().map(|d| d.message.clone()).collect()
+}
+
+fn resolved_key(snapshot: &WorkspaceSnapshot, selector: &str) -> Option<String> {
+    snapshot
+        .resolve_stack(&sel(selector))
+        .found()
+        .map(|e| format!("{}@{}", e.key, e.parsed.stack.name().unwrap_or("")))
+}
+
+#[test]
+fn v2_project_shadows_global_and_scoped_selectors_are_exact() {
+    let f = Fixture::new();
+    f.stack(Scope::Global, "reviewer.json", &stack_json("reviewer", r#","name":"g""#));
+    f.stack(Scope::Project, "reviewer.json", &stack_json("reviewer", r#","name":"p""#));
+    let ws = f.load();
+    assert_eq!(resolved_key(&ws, "reviewer").as_deref(), Some("project:reviewer@p"));
+    assert_eq!(resolved_key(&ws, "global:reviewer").as_deref(), Some("global:reviewer@g"));
+    let effective: Vec<String> = ws.effective_stacks().iter().map(|e| e.key.to_string()).collect();
+    assert_eq!(effective, vec!["project:reviewer"]);
+}
+
+#[test]
+fn v2_two_project_copies_resolve_to_nothing_and_invalid_still_shadows() {
+    let f = Fixture::new();
+    f.stack(Scope::Global, "reviewer.json", &stack_json("reviewer", ""));
+    f.stack(Scope::Project, "a.json", &stack_json("reviewer", ""));
+    f.stack(Scope::Project, "b.json", &stack_json("reviewer", ""));
+    let ws = f.load();
+    assert_eq!(resolved_key(&ws, "reviewer"), None);
+    assert_eq!(resolved_key(&ws, "project:reviewer"), None);
+    assert_eq!(resolved_key(&ws, "global:reviewer").as_deref(), Some("global:reviewer@"));
+
+    let f = Fixture::new();
+    f.stack(Scope::Global, "reviewer.json", &stack_json("reviewer", ""));
+    f.stack(Scope::Project, "reviewer.json", r#"{"id":"reviewer","items":"nope"}"#);
+    let ws = f.load();
+    let found = ws.resolve_stack(&sel("reviewer")).found().unwrap();
+    assert_eq!(found.key, ResourceKey::new(Scope::Project, "reviewer"));
+    assert!(!found.usable());
+}
+
+#[test]
+fn v3_legacy_file_with_same_name_is_shadowed() {
+    let f = Fixture::new();
+    f.write(Scope::Project, ".pi/prompt-stacks/default.json", &stack_json("legacy", ""));
+    f.stack(Scope::Project, "default.json", &stack_json("primary", ""));
+    f.write(Scope::Project, ".pi/prompt-stacks/old.json", &stack_json("old", ""));
+    let ws = f.load();
+    let ids: Vec<&str> = ws.stacks.iter().map(|e| e.key.id.as_str()).collect();
+    assert_eq!(ids, vec!["primary", "old"]);
+    assert!(ws.stacks[1].is_legacy());
+    assert!(!ws.stacks[0].is_legacy());
+}
+
+#[test]
+fn v4_duplicate_ids_in_one_scope() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "a.json", &stack_json("same", r#","autoActivate":true"#));
+    f.stack(Scope::Project, "b.json", &stack_json("same", ""));
+    f.stack(Scope::Global, "same.json", &stack_json("same", ""));
+    let ws = f.load();
+    let expected = "Duplicate project stack id: same appears in multiple files (a.json, b.json).";
+    for entry in ws.stacks.iter().filter(|e| e.key.scope == Scope::Project) {
+        assert_eq!(messages(&entry.diagnostics), vec![expected.to_string()]);
+    }
+    let global = ws.stacks.iter().find(|e| e.key.scope == Scope::Global).unwrap();
+    assert_eq!(global.diagnostics, vec![]);
+    assert!(ws.default_stack(None).is_none());
+}
+
+#[test]
+fn v5_auto_activation() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "p.json", &stack_json("p", r#","autoActivate":true"#));
+    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    assert_eq!(f.load().auto_stack().unwrap().key.to_string(), "project:p");
+
+    f.stack(Scope::Project, "p2.json", &stack_json("p2", r#","autoActivate":true"#));
+    assert!(f.load().auto_stack().is_none());
+
+    let f = Fixture::new();
+    f.stack(Scope::Project, "broken.json", r#"{"id":"broken","autoActivate":true,"items":"x"}"#);
+    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    assert!(f.load().auto_stack().is_none());
+
+    // A global auto stack shadowed by a project stack of the same id is not a candidate.
+    let f = Fixture::new();
+    f.stack(Scope::Project, "g.json", &stack_json("g", ""));
+    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    assert!(f.load().auto_stack().is_none());
+    let f = Fixture::new();
+    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    assert_eq!(f.load().auto_stack().unwrap().key.to_string(), "global:g");
+}
+
+#[test]
+fn v6_default_choice() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "default.json", &stack_json("default", ""));
+    f.stack(Scope::Project, "other.json", &stack_json("other", r#","autoActivate":true"#));
+    let ws = f.load();
+    assert_eq!(ws.default_stack(None).unwrap().key.id, "other");
+    let default = ws.stacks.iter().find(|e| e.key.id == "default").unwrap();
+    assert_eq!(
+        messages(&default.diagnostics),
+        vec!["default.json no longer auto-activates by filename; set \"autoActivate\": true to keep auto-activating this stack."]
+    );
+    assert!(ws.default_stack(Some("none")).is_none());
+    assert!(ws.default_stack(Some("off")).is_none());
+
+    let f = Fixture::new();
+    f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
+    f.stack(Scope::Project, "good.json", &stack_json("good", r#","autoActivate":true"#));
+    let ws = f.load();
+    assert_eq!(ws.default_stack(Some("bad")).unwrap().key.id, "good");
+    assert_eq!(ws.default_stack(Some("project:good")).unwrap().key.id, "good");
+}
+
+#[test]
+fn v7_restore_persisted_choice() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "worker.json", &stack_json("worker", r#","autoActivate":true"#));
+    f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
+    let ws = f.load();
+    match ws.restore_stack("project:missing") {
+        RestoredStack::Fallback(Some(e)) => assert_eq!(e.key.to_string(), "project:worker"),
+        other => panic!("unexpected {other:?}"),
+    }
+    // A resolvable id is restored without a usability check.
+    match ws.restore_stack("project:bad") {
+        RestoredStack::Restored(e) => assert_eq!(e.key.to_string(), "project:bad"),
+        other => panic!("unexpected {other:?}"),
+    }
+    // Legacy bare ids resolve as bare selectors.
+    assert!(matches!(ws.restore_stack("worker"), RestoredStack::Restored(_)));
+    assert_eq!(ws.restore_stack("none"), RestoredStack::Disabled);
+
+    let f = Fixture::new();
+    f.stack(Scope::Project, "x.json", &stack_json("x", ""));
+    assert_eq!(f.load().restore_stack("project:missing"), RestoredStack::Fallback(None));
+}
+
+#[test]
+fn untrusted_project_shows_global_only() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "p.json", &stack_json("p", r#","autoActivate":true"#));
+    f.stack(Scope::Global, "g.json", &stack_json("g", ""));
+    f.profile(Scope::Project, "pp.json", r#"{"schemaVersion":1,"type":"pi-forge.agent-profile","id":"pp","model":{"provider":"a","id":"b"},"thinkingLevel":"off","promptStack":null}"#);
+    f.write(Scope::Project, ".pi/forge/config.json", r#"{"webEditor":{"port":4000}}"#);
+    let ws = f.load_with(false);
+    assert!(!ws.trusted);
+    let keys: Vec<String> = ws.stacks.iter().map(|e| e.key.to_string()).collect();
+    assert_eq!(keys, vec!["global:g"]);
+    assert!(ws.profiles.is_empty());
+    assert!(ws.config.is_none());
+    let ws = f.load_with(true);
+    assert_eq!(ws.config.unwrap().parsed.config.web_editor_port, Some(4000));
+}
+
+fn profile_json(id: &str, extra: &str, stack: &str) -> String {
+    format!(
+        r#"{{"schemaVersion":1,"type":"pi-forge.agent-profile","id":"{id}"{extra},"model":{{"provider":"p","id":"m"}},"thinkingLevel":"high","promptStack":{stack}}}"#
+    )
+}
+
+#[test]
+fn f9_f10_profile_duplicates_and_auto_conflicts() {
+    let f = Fixture::new();
+    f.profile(Scope::Project, "a.json", &profile_json("same", "", "null"));
+    f.profile(Scope::Project, "b.json", &profile_json("same", "", "null"));
+    let ws = f.load();
+    for entry in &ws.profiles {
+        assert!(entry
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("a.json, b.json") && d.field.as_deref() == Some("id")));
+    }
+
+    let f = Fixture::new();
+    f.profile(Scope::Project, "one.json", &profile_json("one", r#","autoActivate":true"#, "null"));
+    f.profile(Scope::Project, "two.json", &profile_json("two", r#","autoActivate":true"#, "null"));
+    let ws = f.load();
+    for entry in &ws.profiles {
+        let auto: Vec<&str> = entry
+            .diagnostics
+            .iter()
+            .filter(|d| d.field.as_deref() == Some("autoActivate"))
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            auto,
+            vec!["2 project agent profiles set autoActivate: true (one, two); exactly one is allowed."]
+        );
+    }
+    let auto = ws.auto_profile();
+    assert!(auto.chosen.is_none());
+    assert!(auto.has_auto);
+}
+
+#[test]
+fn f11_global_auto_profile_shadowed_by_project_id() {
+    let f = Fixture::new();
+    f.profile(Scope::Global, "reviewer.json", &profile_json("reviewer", r#","autoActivate":true"#, "null"));
+    f.profile(Scope::Project, "reviewer.json", &profile_json("reviewer", "", "null"));
+    let ws = f.load();
+    let auto = ws.auto_profile();
+    assert!(auto.chosen.is_none());
+    assert!(!auto.has_auto);
+
+    let f = Fixture::new();
+    f.profile(Scope::Global, "reviewer.json", &profile_json("reviewer", r#","autoActivate":true"#, "null"));
+    let ws = f.load();
+    let auto = ws.auto_profile();
+    assert_eq!(auto.chosen.unwrap().key.to_string(), "global:reviewer");
+    assert!(auto.has_auto);
+}
+
+#[test]
+fn f13_profile_stack_references_are_scope_relative() {
+    let f = Fixture::new();
+    f.stack(Scope::Global, "shared.json", &stack_json("shared", ""));
+    f.profile(Scope::Project, "bare.json", &profile_json("bare", "", r#""shared""#));
+    f.profile(Scope::Project, "scoped.json", &profile_json("scoped", "", r#""global:shared""#));
+    let ws = f.load();
+    let bare = ws.resolve_profile(&sel("bare")).found().unwrap();
+    assert_eq!(
+        ws.profile_stack(bare).unwrap_err().to_string(),
+        "Unknown prompt stack: shared. Use global:shared to reference the global stack."
+    );
+    let scoped = ws.resolve_profile(&sel("scoped")).found().unwrap();
+    assert_eq!(
+        ws.profile_stack(scoped).unwrap().unwrap().key.to_string(),
+        "global:shared"
+    );
+    let none = Fixture::new();
+    none.profile(Scope::Global, "n.json", &profile_json("n", "", "null"));
+    let ws2 = none.load();
+    let n = ws2.resolve_profile(&sel("global:n")).found().unwrap();
+    assert!(ws2.profile_stack(n).unwrap().is_none());
+}
+
+fn capability_json(id: &str, content: &str) -> String {
+    format!(r#"{{"schemaVersion":1,"type":"pi-forge.capability","id":"{id}","content":"{content}"}}"#)
+}
+
+#[test]
+fn f28_f29_capability_resolution_never_falls_back_past_a_bad_project_copy() {
+    let f = Fixture::new();
+    f.capability(Scope::Project, "review.json", r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":""}"#);
+    f.capability(Scope::Global, "review.json", &capability_json("review", "Review."));
+    f.stack(
+        Scope::Project,
+        "worker.json",
+        &stack_json("worker", r#","capabilities":[{"ref":"review"}]"#),
+    );
+    let ws = f.load();
+    let err = ws.resolve_capability(&sel("review")).unwrap_err();
+    assert!(err.to_string().starts_with("Capability project:review is not usable: "), "{err}");
+    let worker = ws.resolve_stack(&sel("worker")).found().unwrap();
+    let binding_warnings: Vec<&str> = worker
+        .diagnostics
+        .iter()
+        .filter(|d| d.field.as_deref() == Some("capabilities"))
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(binding_warnings.len(), 1);
+    assert!(binding_warnings[0].starts_with("Capability binding review at index 0 does not resolve: Capability project:review is not usable"));
+
+    let f = Fixture::new();
+    f.capability(Scope::Global, "review.json", &capability_json("review", "Review."));
+    let ws = f.load();
+    assert_eq!(
+        ws.resolve_capability(&sel("review")).unwrap().key.to_string(),
+        "global:review"
+    );
+    assert_eq!(
+        ws.resolve_capability(&sel("project:review")).unwrap_err().to_string(),
+        "Capability not found: project:review."
+    );
+}
+
+#[test]
+fn bad_files_become_fault_entries_not_failures() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "broken.json", "{not json");
+    let path = f.project.join(".pi/forge/prompt-stacks/binary.json");
+    std::fs::write(&path, b"{\"id\":\"\xff\xfe\"}").unwrap();
+    let ws = f.load();
+    let broken = ws.stacks.iter().find(|e| e.file.name() == "broken.json").unwrap();
+    assert_eq!(broken.key.id, "broken");
+    assert!(broken.diagnostics[0].message.starts_with("Failed to parse JSON: "));
+    let binary = ws.stacks.iter().find(|e| e.file.name() == "binary.json").unwrap();
+    assert_eq!(binary.key.id, "binary");
+    assert!(binary.diagnostics[0].message.contains("not valid UTF-8"), "{:?}", binary.diagnostics);
+    assert_eq!(binary.revision, revision(b"{\"id\":\"\xff\xfe\"}"));
+}
+
+#[test]
+fn oversized_file_is_refused_without_reading_it_all() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "huge.json", "");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(50 * 1024 * 1024).unwrap();
+    let ws = f.load();
+    let huge = &ws.stacks[0];
+    assert_eq!(huge.key.id, "huge");
+    assert_eq!(huge.revision, "");
+    assert_eq!(
+        messages(&huge.diagnostics),
+        vec![format!(
+            "Failed to read prompt stack: {} is larger than 8388608 bytes",
+            path.display()
+        )]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_leaving_the_project_is_not_followed() {
+    let f = Fixture::new();
+    let outside = f._temp.path().join("secret.json");
+    std::fs::write(&outside, stack_json("secret", "")).unwrap();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("evil.json")).unwrap();
+    let ws = f.load();
+    let evil = &ws.stacks[0];
+    assert_eq!(evil.key.id, "evil");
+    assert!(!evil.usable());
+    assert!(evil.diagnostics[0].message.contains("outside the project forge directory"), "{:?}", evil.diagnostics);
+    // Writing through it is refused too.
+    let store = f.store();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "evil.json").unwrap();
+    let err = store.update(&file, &revision(b""), b"{}").unwrap_err();
+    assert_eq!(err.code(), "invalid_path");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), stack_json("secret", ""));
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinked_directory_component_refuses_writes() {
+    let f = Fixture::new();
+    let elsewhere = f._temp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(f.project.join(".pi/forge")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, f.project.join(".pi/forge/prompt-stacks")).unwrap();
+    let store = f.store();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let err = store.create(&file, b"{}\n").unwrap_err();
+    assert_eq!(err.code(), "invalid_path");
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+}
+
+#[test]
+fn file_names_with_path_tricks_are_unrepresentable() {
+    for name in ["../evil.json", "a/b.json", "..", ".json", "x.txt", "a\\b.json", ".hidden.json", ""] {
+        let err = FileRef::new(Scope::Project, Dir::Stacks, name).unwrap_err();
+        assert_eq!(err.code(), "invalid_path", "{name}");
+    }
+    assert_eq!(
+        FileRef::new(Scope::Global, Dir::Stacks, "ok.json").unwrap().relative_path(),
+        "prompt-stacks/ok.json"
+    );
+}
+
+fn check_store_semantics(store: &dyn Store) {
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let v1 = b"{\n  \"id\": \"alpha\"\n}\n";
+    let r1 = store.create(&file, v1).unwrap();
+    assert_eq!(r1, revision(v1));
+    assert_eq!(store.create(&file, b"{}").unwrap_err().code(), "exists");
+    assert_eq!(store.read(&file, 1 << 20).unwrap(), v1.to_vec());
+    let stale = revision(b"something else");
+    match store.update(&file, &stale, b"x").unwrap_err() {
+        StoreError::Conflict { current, expected, .. } => {
+            assert_eq!(current, r1);
+            assert_eq!(expected, stale);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let r2 = store.update(&file, &r1, b"v2").unwrap();
+    assert_eq!(store.read(&file, 1 << 20).unwrap(), b"v2".to_vec());
+    assert_eq!(store.delete(&file, &r1).unwrap_err().code(), "stale_revision");
+    store.delete(&file, &r2).unwrap();
+    assert_eq!(store.delete(&file, &r2).unwrap_err().code(), "not_found");
+    assert_eq!(store.update(&file, &r2, b"x").unwrap_err().code(), "not_found");
+    assert_eq!(store.read(&file, 10).unwrap_err().code(), "not_found");
+}
+
+#[test]
+fn fs_and_memory_stores_agree_on_revision_semantics() {
+    let f = Fixture::new();
+    check_store_semantics(&f.store());
+    check_store_semantics(&MemStore::new());
+}
+
+#[test]
+fn created_files_are_listed_and_loaded() {
+    let f = Fixture::new();
+    let store = f.store();
+    let file = FileRef::new(Scope::Global, Dir::Stacks, "alpha.json").unwrap();
+    let text = "{\n  \"schemaVersion\": 1,\n  \"type\": \"pi-forge.prompt-stack\",\n  \"id\": \"alpha\",\n  \"items\": []\n}\n";
+    store.create(&file, text.as_bytes()).unwrap();
+    assert_eq!(std::fs::read_to_string(f.global.join("prompt-stacks/alpha.json")).unwrap(), text);
+    let ws = f.load();
+    assert_eq!(ws.stacks[0].key.to_string(), "global:alpha");
+    assert_eq!(ws.revision_of(&file), Some(revision(text.as_bytes()).as_str()));
+}
+
+#[test]
+fn a_write_racing_an_external_edit_is_a_conflict_and_keeps_the_external_bytes() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "{\"id\":\"alpha\",\"items\":[]}\n");
+    let ws = f.load();
+    let base = ws.stacks[0].revision.clone();
+    // Someone edits the file after we loaded it.
+    std::fs::write(&path, "{\"id\":\"alpha\",\"items\":[],\"name\":\"theirs\"}\n").unwrap();
+    let store = f.store();
+    let err = store
+        .update(&ws.stacks[0].file, &base, b"{\"id\":\"alpha\",\"name\":\"mine\"}\n")
+        .unwrap_err();
+    assert_eq!(err.code(), "stale_revision");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"id\":\"alpha\",\"items\":[],\"name\":\"theirs\"}\n"
+    );
+}
+
+#[test]
+fn crash_between_temp_write_and_rename_leaves_old_file() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "old\n");
+    let store = f.store();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    store.inject_fault(Some(Fault::CrashBeforeRename));
+    let err = store.update(&file, &revision(b"old\n"), b"new\n").unwrap_err();
+    assert_eq!(err.code(), "io");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    // The leftover temp file is never taken for a resource.
+    let ws = f.load();
+    assert_eq!(ws.stacks.len(), 1);
+    assert_eq!(ws.stacks[0].key.id, "alpha");
+    // Creating under a crash leaves nothing behind at the target either.
+    store.inject_fault(Some(Fault::CrashBeforeRename));
+    let fresh = FileRef::new(Scope::Project, Dir::Stacks, "beta.json").unwrap();
+    assert_eq!(store.create(&fresh, b"x").unwrap_err().code(), "io");
+    assert!(!f.project.join(".pi/forge/prompt-stacks/beta.json").exists());
+}
+
+#[test]
+fn concurrent_saves_from_one_base_have_exactly_one_winner() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "base\n");
+    let store = std::sync::Arc::new(f.store());
+    let base = revision(b"base\n");
+    let handles: Vec<_> = (0..100)
+        .map(|i| {
+            let store = store.clone();
+            let base = base.clone();
+            std::thread::spawn(move || {
+                let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+                let body = format!("version {i}\n").repeat(200);
+                store.update(&file, &base, body.as_bytes()).map(|_| body)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let winners: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(winners.len(), 1);
+    assert_eq!(
+        results.iter().filter(|r| matches!(r, Err(StoreError::Conflict { .. }))).count(),
+        99
+    );
+    assert_eq!(&std::fs::read_to_string(&path).unwrap(), winners[0]);
+}
+
+#[test]
+fn missing_directories_load_as_empty() {
+    let f = Fixture::new();
+    let ws = f.load();
+    assert!(ws.stacks.is_empty() && ws.profiles.is_empty() && ws.capabilities.is_empty());
+    assert!(ws.problems.is_empty());
+    let _ = Path::new("");
+}
