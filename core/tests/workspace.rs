@@ -578,3 +578,42 @@ fn missing_directories_load_as_empty() {
     assert!(ws.problems.is_empty());
     let _ = Path::new("");
 }
+
+#[test]
+fn profile_stack_references_are_checked_on_load() {
+    let f = Fixture::new();
+    f.stack(Scope::Global, "shared.json", &stack_json("shared", ""));
+    f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
+    f.profile(Scope::Project, "bare.json", &profile_json("bare", "", r#""shared""#));
+    f.profile(Scope::Project, "broken.json", &profile_json("broken", "", r#""bad""#));
+    f.profile(Scope::Project, "fine.json", &profile_json("fine", "", r#""global:shared""#));
+    let ws = f.load();
+    let find = |id: &str| {
+        ws.profiles
+            .iter()
+            .find(|e| e.key.id == id)
+            .unwrap()
+            .diagnostics
+            .iter()
+            .map(|d| (d.level, d.message.clone(), d.field.clone()))
+            .collect::<Vec<_>>()
+    };
+    use forge_core::diag::Level;
+    assert_eq!(
+        find("bare"),
+        vec![(
+            Level::Error,
+            "Unknown prompt stack: shared. Use global:shared to reference the global stack.".to_string(),
+            Some("promptStack".to_string())
+        )]
+    );
+    assert_eq!(
+        find("broken"),
+        vec![(
+            Level::Warning,
+            "Prompt stack project:bad has errors; this profile cannot be applied until they are fixed.".to_string(),
+            Some("promptStack".to_string())
+        )]
+    );
+    assert_eq!(find("fine"), vec![]);
+}

@@ -191,17 +191,20 @@ fn list(kind: Option<ListKind>, args: &WorkspaceArgs, as_json: bool) -> Result<E
         println!("No resources found (project {}, global {}).", paths.project.display(), paths.global.display());
         return Ok(ExitCode::SUCCESS);
     }
+    let statuses: Vec<String> = rows
+        .iter()
+        .map(|r| match counts(r.diagnostics) {
+            (0, 0, _) => "ok".to_string(),
+            (0, w, _) => format!("{w} warning(s)"),
+            (e, 0, _) => format!("{e} error(s)"),
+            (e, w, _) => format!("{e} error(s), {w} warning(s)"),
+        })
+        .collect();
     let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
-    for r in &rows {
-        let (e, w, _) = counts(r.diagnostics);
-        let status = match (e, w) {
-            (0, 0) => "ok".to_string(),
-            (0, w) => format!("{w} warning(s)"),
-            (e, 0) => format!("{e} error(s)"),
-            (e, w) => format!("{e} error(s), {w} warning(s)"),
-        };
+    let status_width = statuses.iter().map(String::len).max().unwrap_or(0);
+    for (r, status) in rows.iter().zip(&statuses) {
         println!(
-            "{:<10} {:<width$}  {:<22} {}",
+            "{:<10} {:<width$}  {:<status_width$}  {}",
             r.kind.noun(),
             r.key,
             status,

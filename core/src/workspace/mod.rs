@@ -332,6 +332,7 @@ pub fn load(store: &dyn Store, opts: &LoadOptions) -> WorkspaceSnapshot {
         problems,
     };
     resolve::annotate_stack_bindings(&mut snapshot);
+    resolve::annotate_profile_stacks(&mut snapshot);
     for entry in &mut snapshot.stacks {
         entry.diagnostics = diag::dedupe(std::mem::take(&mut entry.diagnostics));
     }

@@ -374,3 +374,29 @@ pub(super) fn annotate_stack_bindings(snapshot: &mut WorkspaceSnapshot) {
         snapshot.stacks[index].diagnostics.extend(diagnostics);
     }
 }
+
+/// Checks every profile's `promptStack` reference (A3 step 4). An unresolvable reference is an
+/// error on the profile; a reference to a stack that has errors is a warning, because the profile
+/// cannot be applied until the stack is fixed.
+pub(super) fn annotate_profile_stacks(snapshot: &mut WorkspaceSnapshot) {
+    let mut additions: Vec<(usize, Diagnostic)> = Vec::new();
+    for (index, entry) in snapshot.profiles.iter().enumerate() {
+        match snapshot.profile_stack(entry) {
+            Ok(Some(stack)) if !stack.usable() => additions.push((
+                index,
+                Diagnostic::warning(format!(
+                    "Prompt stack {} has errors; this profile cannot be applied until they are fixed.",
+                    stack.key
+                ))
+                .with_field("promptStack"),
+            )),
+            Ok(_) => {}
+            // Selector and scope errors are already reported by the profile codec.
+            Err(ProfileStackError::Selector(_)) | Err(ProfileStackError::GlobalToProject(_)) => {}
+            Err(e) => additions.push((index, Diagnostic::error(e.to_string()).with_field("promptStack"))),
+        }
+    }
+    for (index, d) in additions {
+        snapshot.profiles[index].diagnostics.push(d);
+    }
+}
