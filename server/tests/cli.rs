@@ -1,0 +1,210 @@
+//! The `pi-forge` command line, run as a real process against temp workspaces.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    fn new(name: &str) -> Workspace {
+        let root = std::env::temp_dir().join(format!(
+            "pi-forge-cli-{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        std::fs::create_dir_all(root.join("global")).unwrap();
+        Workspace { root }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_pi-forge"))
+            .args(args)
+            .current_dir(self.project())
+            .env("PI_FORGE_GLOBAL_DIR", self.root.join("global"))
+            .env_remove("PI_FORGE_UNTRUSTED")
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const GOOD_STACK: &str = r#"{
+  "schemaVersion": 1,
+  "type": "pi-forge.prompt-stack",
+  "id": "reviewer",
+  "items": [
+    {"kind": "block", "id": "intro", "role": "system", "content": "Review."},
+    {"kind": "slot", "id": "history", "slot": "chat-history"}
+  ]
+}
+"#;
+
+#[test]
+fn check_clean_workspace_exits_zero() {
+    let ws = Workspace::new("clean");
+    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    let out = ws.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "1 file(s) checked, 0 with diagnostics: 0 error(s), 0 warning(s), 0 info.\n"
+    );
+}
+
+#[test]
+fn check_groups_diagnostics_by_file_and_exits_one_on_error() {
+    let ws = Workspace::new("errors");
+    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    ws.write("project/.pi/forge/prompt-stacks/x.json", "{}");
+    let out = ws.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out),
+        ".pi/forge/prompt-stacks/x.json (project:x)\n  \
+error: Stack id must be a non-empty string.\n  \
+error: Prompt stack must contain an items array.\n  \
+warning: No enabled chat-history slot found; Pi chat context will be appended at the end.\n\
+2 file(s) checked, 1 with diagnostics: 2 error(s), 1 warning(s), 0 info.\n"
+    );
+}
+
+#[test]
+fn check_json_report() {
+    let ws = Workspace::new("json");
+    ws.write("project/.pi/forge/prompt-stacks/broken.json", "{not json");
+    let out = ws.run(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["errors"], 1);
+    assert_eq!(report["trusted"], true);
+    let file = &report["files"][0];
+    assert_eq!(file["path"], ".pi/forge/prompt-stacks/broken.json");
+    assert_eq!(file["kind"], "stack");
+    assert_eq!(file["key"], "project:broken");
+    assert_eq!(file["diagnostics"][0]["level"], "error");
+    assert!(file["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Failed to parse JSON: "));
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let ws = Workspace::new("usage");
+    assert_eq!(ws.run(&["check", "--bogus"]).status.code(), Some(2));
+    assert_eq!(ws.run(&["list", "widgets"]).status.code(), Some(2));
+    let missing = ws.run(&["check", "--project", "/definitely/not/here"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "pi-forge: project directory /definitely/not/here does not exist or is not a directory\n"
+    );
+}
+
+#[test]
+fn untrusted_checks_global_only() {
+    let ws = Workspace::new("untrusted");
+    ws.write("project/.pi/forge/prompt-stacks/x.json", "{}");
+    ws.write("global/prompt-stacks/reviewer.json", GOOD_STACK);
+    let out = ws.run(&["check", "--untrusted"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        "Project is untrusted: only global resources were checked.\n\
+1 file(s) checked, 0 with diagnostics: 0 error(s), 0 warning(s), 0 info.\n"
+    );
+}
+
+#[test]
+fn list_json_and_text() {
+    let ws = Workspace::new("list");
+    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    ws.write(
+        "global/agent-profiles/worker.json",
+        r#"{"schemaVersion":1,"type":"pi-forge.agent-profile","id":"worker","model":{"provider":"test","id":"model"},"thinkingLevel":"high","promptStack":null}"#,
+    );
+    let out = ws.run(&["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let selectors: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["selector"].as_str().unwrap())
+        .collect();
+    assert_eq!(selectors, vec!["project:reviewer", "global:worker"]);
+    let out = ws.run(&["list", "profiles"]);
+    let text = stdout(&out);
+    assert!(text.starts_with("profile    global:worker  ok  "), "{text}");
+    assert!(!text.contains("reviewer"));
+}
+
+#[test]
+fn fingerprint_of_a_profile_matches_spec_vector() {
+    let ws = Workspace::new("fp");
+    // Spec C5 #4, written with extra whitespace: formatting does not change the fingerprint.
+    let path = ws.write(
+        "project/.pi/forge/agent-profiles/worker.json",
+        "{ \"schemaVersion\": 1, \"type\": \"pi-forge.agent-profile\", \"id\": \"worker\",\n \"model\": {\"provider\": \"test\", \"id\": \"model\"}, \"thinkingLevel\": \"high\", \"promptStack\": \"worker\" }",
+    );
+    let out = ws.run(&["fingerprint", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["kind"], "profile");
+    assert_eq!(report["id"], "worker");
+    assert_eq!(
+        report["fingerprint"],
+        "sha256:v1:f209ac6b0ec3e1c7decc3cea8807856931596509dcdbce1a4c7d3eaeb1ccb8df"
+    );
+    let other = ws.write("project/data.json", "{\"z\":1,\"a\":{\"d\":2,\"b\":1}}");
+    let out = ws.run(&["fingerprint", other.to_str().unwrap()]);
+    assert!(stdout(&out).contains(
+        "fingerprint: sha256:v1:7abf5da5469eb969a507f9772e693effee5ed11b4ad9dcdccbe160d292dfcd68\n"
+    ));
+    let bad = ws.write("project/bad.json", "{");
+    let out = ws.run(&["fingerprint", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid JSON"));
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    let ws = Workspace::new("help");
+    let out = ws.run(&["--help"]);
+    let text = stdout(&out);
+    for needle in [
+        "pi-forge check --project ~/code/app --json",
+        "PI_FORGE_GLOBAL_DIR",
+        "Exit status: 0 success, 1 the workspace has errors (check), 2 usage or runtime failure.",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let _ = Path::new("");
+}
