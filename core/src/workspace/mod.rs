@@ -220,24 +220,27 @@ fn load_dir<T: Codec>(
 /// Adds `Duplicate <scope> <noun> id: <id> appears in multiple files (a.json, b.json).` to every
 /// entry sharing an id with another entry of the same scope.
 fn mark_duplicates<T>(entries: &mut [Loaded<T>], noun: &str, field: Option<&str>) {
-    for i in 0..entries.len() {
-        let key = entries[i].key.clone();
-        let names: Vec<&str> = entries
-            .iter()
-            .filter(|e| e.key == key)
-            .map(|e| e.file.name())
-            .collect();
-        if names.len() > 1 {
-            let mut d = Diagnostic::error(format!(
-                "Duplicate {} {noun} id: {} appears in multiple files ({}).",
-                key.scope,
-                key.id,
-                names.join(", ")
-            ));
-            if let Some(field) = field {
-                d = d.with_field(field);
-            }
-            entries[i].diagnostics.push(d);
+    let mut by_key: std::collections::HashMap<ResourceKey, Vec<usize>> =
+        std::collections::HashMap::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        by_key.entry(e.key.clone()).or_default().push(i);
+    }
+    for (key, indices) in by_key {
+        if indices.len() < 2 {
+            continue;
+        }
+        let names: Vec<&str> = indices.iter().map(|&i| entries[i].file.name()).collect();
+        let mut d = Diagnostic::error(format!(
+            "Duplicate {} {noun} id: {} appears in multiple files ({}).",
+            key.scope,
+            key.id,
+            names.join(", ")
+        ));
+        if let Some(field) = field {
+            d = d.with_field(field);
+        }
+        for i in indices {
+            entries[i].diagnostics.push(d.clone());
         }
     }
 }
