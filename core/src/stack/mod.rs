@@ -15,7 +15,9 @@
 //! - `capabilities` (0.5.5 bindings) is kept as written when it is an array and placed between
 //!   `regex` and `items`; a non-array is dropped with an error. The bindings themselves are checked
 //!   by the capability module.
-//! - `tools.initial` / `skills.initial`: see [`policy`](self::Policy).
+//! - `tools.initial` / `skills.initial`: kept inside the policy object after `allow` and `deny`;
+//!   the validation rules are documented on [`Policy`] (entries must be concrete valid
+//!   names, repeated entries are dropped with a warning, names the ceiling excludes are errors).
 //! - Regex compile failures are worded `Invalid regular expression: /<p>/<flags>: <reason>` with
 //!   regress's reason text.
 //! - A JSON number too large for an f64 (`1e400`) fails to parse instead of becoming a non-finite

@@ -30,6 +30,15 @@ pub const MAX_TOOL_NAME_LENGTH: usize = 128;
 ///
 /// An empty `allow` or `deny` list means the key is absent; `initial: None` means the key is absent
 /// and `Some(vec![])` means "start with nothing".
+///
+/// `initial` rules (0.5.5, capabilities spec B9; the wording is ours):
+/// - not an array → error `<l>.initial must be an array of strings when provided.`, key dropped;
+/// - entries are not trimmed; a non-string or empty entry, a wildcard (`*`, `?`) or an invalid name
+///   (over 128 UTF-16 units, white space, control characters) is dropped with an error;
+/// - a repeated entry is dropped with the warning `Duplicate <l>.initial entry: <n>.`;
+/// - a name the `allow`/`deny` ceiling excludes stays in the list but is an error:
+///   `<l>.initial entry <n> is excluded by the <l> policy.`
+/// - the same rules apply to `skills.initial`, which has no runtime effect yet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     pub allow: Vec<String>,
