@@ -1,0 +1,1 @@
+//! The prompt compiler: system prompt, messages, slots, chat history, tool and skill policy.

@@ -1,0 +1,1 @@
+//! Context diff: hashes, blocks, alignment, prefix reuse and token deltas; payload extraction.

@@ -1,0 +1,1 @@
+//! Regex rules at run time: selection, JavaScript replacement semantics, eligibility, finalize.

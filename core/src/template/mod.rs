@@ -1,0 +1,1 @@
+//! forge-v1 templates: parser, analyzer, renderer.
