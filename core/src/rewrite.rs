@@ -1,1 +1,0 @@
-//! Regex rules at run time: selection, JavaScript replacement semantics, eligibility, finalize.
