@@ -1,0 +1,288 @@
+//! The chat-history pipeline (prompt-stacks spec §4 "Chat-history pipeline", steps 1–7).
+//!
+//! Messages that no step touches are moved through unchanged, so they compare equal to the host's.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::slots::{flag, include};
+use crate::diag::Diagnostic;
+use crate::js::{is_positive_integer, js_string};
+use crate::json::utf16_len;
+use crate::message::{preview_text, role};
+
+/// Runs the pipeline for one `chat-history` item. Diagnostics carry `item_id`.
+pub(crate) fn pipeline(
+    host: &[Value],
+    options: Option<&Map<String, Value>>,
+    item_id: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Value> {
+    let info = |message: String| Diagnostic::info(message).with_item(item_id);
+    let mut messages: Vec<Value> = host.to_vec();
+    let mut repair = false;
+
+    // 1. The last user message, even a blank one.
+    if !include(options, "includeLastUserMessage") {
+        if let Some(index) = messages.iter().rposition(|m| role(m) == "user") {
+            messages.remove(index);
+        }
+    }
+
+    // 2. Summaries.
+    if !include(options, "includeSummaries") {
+        let before = messages.len();
+        messages.retain(|m| !matches!(role(m), "branchSummary" | "compactionSummary"));
+        let removed = before - messages.len();
+        if removed > 0 {
+            diagnostics.push(info(format!(
+                "Filtered {removed} chat-history message(s) by summary."
+            )));
+        }
+    }
+
+    // 3. Roles.
+    if let Some(roles) = options
+        .and_then(|o| o.get("roles"))
+        .and_then(Value::as_array)
+    {
+        if !roles.is_empty() {
+            let before = messages.len();
+            messages.retain(|m| roles.iter().any(|r| r.as_str() == Some(role(m))));
+            let removed = before - messages.len();
+            if removed > 0 {
+                diagnostics.push(info(format!(
+                    "Filtered {removed} chat-history message(s) by role."
+                )));
+                repair = true;
+            }
+        }
+    }
+
+    // 4. Tool mode.
+    let tool_mode = options.and_then(|o| o.get("toolMode"));
+    let drop_tools = matches!(tool_mode, Some(Value::String(m)) if m == "drop");
+    match tool_mode {
+        None => {}
+        Some(Value::String(m)) if m == "keep" || m == "drop" => {}
+        Some(other) => diagnostics.push(
+            Diagnostic::warning(format!(
+                "Unsupported chat-history toolMode: {}.",
+                js_string(other)
+            ))
+            .with_item(item_id),
+        ),
+    }
+    if drop_tools {
+        let before = messages.len();
+        messages.retain(|m| role(m) != "toolResult");
+        let results = before - messages.len();
+        let stripped = strip_parts(messages, |_, part| part_type(part) == "toolCall");
+        messages = stripped.messages;
+        if stripped.parts > 0 || results > 0 {
+            diagnostics.push(info(format!(
+                "Dropped tool history from chat-history: removed {} tool call(s), dropped {results} tool result message(s){}",
+                stripped.parts,
+                empty_suffix(stripped.dropped)
+            )));
+        }
+    }
+
+    // 5. Assistant thinking.
+    if flag(options, "stripAssistantThinking") {
+        let stripped = strip_parts(messages, |message, part| {
+            role(message) == "assistant" && part_type(part) == "thinking"
+        });
+        messages = stripped.messages;
+        if stripped.parts > 0 {
+            let suffix = if stripped.dropped > 0 {
+                format!(
+                    " and dropped {} empty assistant message(s).",
+                    stripped.dropped
+                )
+            } else {
+                ".".to_string()
+            };
+            diagnostics.push(info(format!(
+                "Stripped {} assistant thinking block(s) from {} chat-history message(s){suffix}",
+                stripped.parts, stripped.touched
+            )));
+        }
+    }
+
+    // 6. Trimming.
+    if let Some(max) = positive(options, "maxMessages") {
+        if messages.len() > max {
+            let before = messages.len();
+            messages.drain(..before - max);
+            diagnostics.push(info(format!(
+                "Trimmed chat history from {before} to {max} message(s) by maxMessages."
+            )));
+            repair = true;
+        }
+    }
+    if let Some(max) = positive(options, "maxChars") {
+        let before = messages.len();
+        let mut keep = 0usize;
+        let mut total = 0usize;
+        for message in messages.iter().rev() {
+            let chars = utf16_len(&preview_text(message));
+            if keep > 0 && total + chars > max {
+                break;
+            }
+            total += chars;
+            keep += 1;
+        }
+        if keep < before {
+            messages.drain(..before - keep);
+            diagnostics.push(info(format!(
+                "Trimmed chat history from {before} to {keep} message(s) by maxChars."
+            )));
+            repair = true;
+        }
+    }
+
+    // 7. Tool-pair repair.
+    if repair && !drop_tools {
+        messages = repair_tool_pairs(messages, item_id, diagnostics);
+    }
+    messages
+}
+
+fn positive(options: Option<&Map<String, Value>>, key: &str) -> Option<usize> {
+    let value = options?.get(key)?;
+    if !is_positive_integer(value) {
+        return None;
+    }
+    let n = value.as_f64()?;
+    Some(if n >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        n as usize
+    })
+}
+
+fn part_type(part: &Value) -> &str {
+    part.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn empty_suffix(empty: usize) -> String {
+    if empty > 0 {
+        format!(", and dropped {empty} empty message(s).")
+    } else {
+        ".".to_string()
+    }
+}
+
+/// What [`strip_parts`] did.
+struct Stripped {
+    messages: Vec<Value>,
+    /// Parts removed.
+    parts: usize,
+    /// Messages that lost at least one part (dropped ones included).
+    touched: usize,
+    /// Messages dropped because their content became empty.
+    dropped: usize,
+}
+
+/// Removes the content parts `remove` selects from every message with array content; a message
+/// whose content becomes empty is dropped. Untouched messages are moved through as they are.
+fn strip_parts(messages: Vec<Value>, remove: impl Fn(&Value, &Value) -> bool) -> Stripped {
+    let mut out = Stripped {
+        messages: Vec::with_capacity(messages.len()),
+        parts: 0,
+        touched: 0,
+        dropped: 0,
+    };
+    for mut message in messages {
+        let removed = match message.get("content").and_then(Value::as_array) {
+            Some(parts) => parts.iter().filter(|p| remove(&message, p)).count(),
+            None => 0,
+        };
+        if removed == 0 {
+            out.messages.push(message);
+            continue;
+        }
+        out.parts += removed;
+        out.touched += 1;
+        let snapshot = message.clone();
+        let mut empty = false;
+        if let Some(Value::Array(parts)) = message.get_mut("content") {
+            parts.retain(|p| !remove(&snapshot, p));
+            empty = parts.is_empty();
+        }
+        if empty {
+            out.dropped += 1;
+        } else {
+            out.messages.push(message);
+        }
+    }
+    out
+}
+
+fn first_id(value: &Value, keys: [&str; 3]) -> Option<String> {
+    keys.iter()
+        .filter_map(|k| value.get(*k))
+        .find(|v| !v.is_null())
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => crate::json::to_compact(other),
+        })
+}
+
+fn call_id(part: &Value) -> Option<String> {
+    first_id(part, ["id", "toolCallId", "callId"])
+}
+
+fn result_id(message: &Value) -> Option<String> {
+    first_id(message, ["toolCallId", "id", "callId"])
+}
+
+/// Drops tool results without a matching call, strips calls without a matching result, and drops
+/// messages left empty.
+fn repair_tool_pairs(
+    messages: Vec<Value>,
+    item_id: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Value> {
+    let mut call_ids: HashSet<String> = HashSet::new();
+    let mut result_ids: HashSet<String> = HashSet::new();
+    for message in &messages {
+        if role(message) == "toolResult" {
+            if let Some(id) = result_id(message) {
+                result_ids.insert(id);
+            }
+        } else if let Some(parts) = message.get("content").and_then(Value::as_array) {
+            for part in parts.iter().filter(|p| part_type(p) == "toolCall") {
+                if let Some(id) = call_id(part) {
+                    call_ids.insert(id);
+                }
+            }
+        }
+    }
+    let before = messages.len();
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .filter(|m| {
+            role(m) != "toolResult" || result_id(m).is_some_and(|id| call_ids.contains(&id))
+        })
+        .collect();
+    let results = before - messages.len();
+    let stripped = strip_parts(messages, |message, part| {
+        role(message) != "toolResult"
+            && part_type(part) == "toolCall"
+            && !call_id(part).is_some_and(|id| result_ids.contains(&id))
+    });
+    let (calls, empty) = (stripped.parts, stripped.dropped);
+    if calls > 0 || results > 0 {
+        diagnostics.push(
+            Diagnostic::info(format!(
+                "Repaired tool history after chat-history filtering: removed {calls} dangling tool call(s), dropped {results} dangling tool result message(s){}",
+                empty_suffix(empty)
+            ))
+            .with_item(item_id),
+        );
+    }
+    stripped.messages
+}
