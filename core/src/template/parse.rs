@@ -117,7 +117,7 @@ impl Finder {
     fn find(&mut self, source: &str, at: usize) -> Option<usize> {
         let reusable = self.valid
             && self.searched_from <= at
-            && self.found.map_or(true, |position| position >= at);
+            && self.found.is_none_or(|position| position >= at);
         if !reusable {
             self.searched_from = at;
             self.found = source[at..].find(self.needle).map(|p| p + at);
