@@ -1797,3 +1797,342 @@ fn history_keeps_unknown_fields() {
     );
     assert_eq!(compiled.message_values(), host);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Custom slots
+
+struct Echo {
+    deps: Vec<String>,
+    output: Result<String, String>,
+}
+
+impl SlotRenderer for Echo {
+    fn dependencies(&self) -> Vec<String> {
+        self.deps.clone()
+    }
+    fn render(&self, ctx: &SlotContext<'_>) -> Result<String, String> {
+        let out = self.output.clone()?;
+        let tone = ctx
+            .options
+            .and_then(|o: &Map<String, Value>| o.get("tone"))
+            .and_then(Value::as_str)
+            .unwrap_or("-");
+        let ext: Vec<String> = ctx
+            .extensions
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        Ok(out
+            .replace("$slot", ctx.slot)
+            .replace("$tone", tone)
+            .replace("$ext", &ext.join(","))
+            .replace("$tools", &ctx.selected_tools.join(","))
+            .replace("$item", &ctx.item.id))
+    }
+}
+
+fn echo(deps: &[&str], output: Result<&str, &str>) -> Box<dyn SlotRenderer> {
+    Box::new(Echo {
+        deps: deps.iter().map(|d| d.to_string()).collect(),
+        output: output.map(str::to_string).map_err(str::to_string),
+    })
+}
+
+fn run_custom(items: Value, slots: &SlotRegistry, macros: &MacroRegistry) -> Compiled {
+    let s = stack(items);
+    let rt = runtime_r();
+    let mut input = CompileInput::new(Some(&s), &rt, macros);
+    input.extra_slots = Some(slots);
+    compile(&input)
+}
+
+#[test]
+fn custom_slot_renders_with_dependencies() {
+    let mut macros = MacroRegistry::new();
+    register(&mut macros, "mood", &[], |_, _| Ok("calm".into()));
+    let mut slots = SlotRegistry::new();
+    slots
+        .register(
+            "weather",
+            echo(
+                &["extensions.mood", "runtime.cwd"],
+                Ok("$slot $tone $ext $tools $item"),
+            ),
+        )
+        .unwrap();
+    let compiled = run_custom(
+        json!([
+            slot("w", "system", "weather", json!({"tone": "dry"})),
+            history("h", json!({}))
+        ]),
+        &slots,
+        &macros,
+    );
+    assert_eq!(compiled.system_prompt, "weather dry mood=calm read w");
+    assert!(compiled.diagnostics.is_empty());
+    assert_eq!(compiled.dependencies, ["extension:mood", "slot:weather"]);
+}
+
+#[test]
+fn custom_slot_failures() {
+    let mut macros = MacroRegistry::new();
+    register(&mut macros, "broken", &[], |_, _| Err("no data".into()));
+    let mut slots = SlotRegistry::new();
+    slots.register("fails", echo(&[], Err("offline"))).unwrap();
+    slots
+        .register("needs", echo(&["extensions.broken"], Ok("never")))
+        .unwrap();
+    slots
+        .register(
+            "huge",
+            Box::new(Echo {
+                deps: vec![],
+                output: Ok("z".repeat(16_385)),
+            }),
+        )
+        .unwrap();
+    slots
+        .register(
+            "edge",
+            Box::new(Echo {
+                deps: vec![],
+                output: Ok("z".repeat(16_384)),
+            }),
+        )
+        .unwrap();
+    let compiled = run_custom(
+        json!([
+            slot("f", "system", "fails", json!({})),
+            slot("n", "system", "needs", json!({})),
+            slot("hg", "user", "huge", json!({})),
+            slot("e", "user", "edge", json!({})),
+            history("h", json!({}))
+        ]),
+        &slots,
+        &macros,
+    );
+    assert_eq!(compiled.system_prompt, "base");
+    assert_eq!(
+        diags(&compiled.diagnostics),
+        [
+            "E [f] Slot \"fails\" failed: offline",
+            "E [n] forge-v1 extension broken failed: no data",
+            "W Compiled system prompt failed; preserving base system prompt.",
+            "E [hg] Slot \"huge\" exceeds 16384 characters."
+        ]
+    );
+    assert_eq!(texts(&compiled), ["z".repeat(16_384)]);
+}
+
+#[test]
+fn slot_registry_refuses_builtins_and_duplicates() {
+    let mut slots = SlotRegistry::new();
+    assert!(slots.register("tools", echo(&[], Ok("x"))).is_err());
+    assert!(slots.register("chat-history", echo(&[], Ok("x"))).is_err());
+    slots.register("mine", echo(&[], Ok("x"))).unwrap();
+    assert!(slots.register("mine", echo(&[], Ok("y"))).is_err());
+    assert_eq!(slots.names(), ["mine"]);
+}
+
+#[test]
+fn builtin_slot_limit_applies_to_every_slot() {
+    let mut rt = runtime_r();
+    rt.append_system_prompt = Some("a".repeat(16_384));
+    let ok = run(
+        &stack(json!([
+            slot("ap", "system", "append-system-prompt", json!({})),
+            history("h", json!({}))
+        ])),
+        &rt,
+    );
+    assert_eq!(ok.system_prompt.len(), 16_384);
+    // UTF-16 units: 8193 astral characters are 16386 units.
+    rt.append_system_prompt = Some("😀".repeat(8_193));
+    let too_long = run(
+        &stack(json!([
+            slot("ap", "system", "append-system-prompt", json!({})),
+            history("h", json!({}))
+        ])),
+        &rt,
+    );
+    assert_eq!(too_long.system_prompt, "base");
+    assert_eq!(
+        diags(&too_long.diagnostics)[0],
+        "E [ap] Slot \"append-system-prompt\" exceeds 16384 characters."
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Preview (§6)
+
+fn preview_fixture() -> (PromptStack, RuntimeSnapshot) {
+    let mut rt = runtime_r();
+    rt.messages = vec![u("same"), u("same"), a(json!([text("reply")]))];
+    let s = stack_from(json!({
+        "regex": {"rules": [
+            {"id": "fin", "stage": "compiled", "effect": "finalize", "pattern": "x", "targets": ["messages"]},
+            {"id": "fin2", "stage": "compiled", "effect": "finalize", "pattern": "y"}
+        ]},
+        "items": [
+            sys("a", "System text"),
+            {"kind": "block", "id": "intro", "name": "Intro", "role": "user", "content": "Hello"},
+            block("note", "assistant", "Noted"),
+            {"kind": "slot", "id": "hist", "slot": "chat-history", "name": "Recent"},
+            slot("nr", "user", "not-real", json!({}))
+        ]
+    }));
+    (s, rt)
+}
+
+#[test]
+fn preview_sections_titles_and_diff_keys() {
+    let (s, rt) = preview_fixture();
+    let compiled = run(&s, &rt);
+    assert_eq!(compiled.finalize_rules, 2);
+    let load = vec![Diagnostic::warning("loaded with a warning").with_item("x")];
+    let p = preview(&compiled, "s", &load, &rt.clock);
+    assert_eq!(p.stack_id, "s");
+    assert_eq!(p.generated_at, "2026-06-13T09:08:07.000Z");
+    assert_eq!(p.system.id, "system");
+    assert_eq!(p.system.diff_key.as_deref(), Some("system"));
+    assert_eq!(p.system.title, "System prompt");
+    assert_eq!(p.system.content, "System text");
+    assert_eq!((p.system.chars, p.system.approx_tokens), (11, 3));
+    let rows: Vec<(String, String, String, String)> = p
+        .messages
+        .iter()
+        .map(|s| {
+            (
+                s.id.clone(),
+                s.title.clone(),
+                s.role.clone().unwrap_or_default(),
+                s.diff_key.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let h_same = forge_core::compile::preview::hash_role_text("user", "same");
+    let h_reply = forge_core::compile::preview::hash_role_text("assistant", "reply");
+    assert_eq!(
+        rows,
+        [
+            (
+                "message-0".into(),
+                "Intro".into(),
+                "user".into(),
+                "stack-item:intro:1".into()
+            ),
+            (
+                "message-1".into(),
+                "note".into(),
+                "assistant".into(),
+                "stack-item:note:1".into()
+            ),
+            (
+                "message-2".into(),
+                "Recent #1".into(),
+                "user".into(),
+                format!("chat-history:hist:{h_same}:1")
+            ),
+            (
+                "message-3".into(),
+                "Recent #2".into(),
+                "user".into(),
+                format!("chat-history:hist:{h_same}:2")
+            ),
+            (
+                "message-4".into(),
+                "Recent #3".into(),
+                "assistant".into(),
+                format!("chat-history:hist:{h_reply}:1")
+            ),
+        ]
+    );
+    assert_eq!(p.total_chars, 11 + 5 + 5 + 4 + 4 + 5);
+    assert_eq!(p.approx_tokens, 9);
+    assert_eq!(
+        diags(&p.diagnostics),
+        [
+            "W [x] loaded with a warning",
+            "W [nr] Unsupported slot: not-real",
+            "I finalize regex rules are not represented in preview.",
+            "I finalize regex rules are not represented in preview."
+        ]
+    );
+}
+
+#[test]
+fn preview_text_markdown() {
+    let (s, rt) = preview_fixture();
+    let compiled = run(&s, &rt);
+    let p = preview(&compiled, "s", &[], &rt.clock);
+    assert_eq!(
+        preview_text(&p),
+        "# Prompt stack preview: s\n\n## System prompt\n\nSystem text\n\n## Message layout\n\n--- Intro (user) ---\nHello\n\n--- note (assistant) ---\nNoted\n\n--- Recent #1 (user) ---\nsame\n\n--- Recent #2 (user) ---\nsame\n\n--- Recent #3 (assistant) ---\nreply\n\n## Diagnostics\n\nWARNING [nr]: Unsupported slot: not-real\nINFO: finalize regex rules are not represented in preview.\nINFO: finalize regex rules are not represented in preview.\n"
+    );
+}
+
+#[test]
+fn preview_implicit_history_empty_system_and_no_diagnostics() {
+    let mut rt = runtime_r();
+    rt.base_system_prompt = String::new();
+    rt.messages = vec![u("hello"), u("hello")];
+    let macros = MacroRegistry::new();
+    let compiled = compile(&CompileInput::new(None, &rt, &macros));
+    let p = preview(&compiled, "none", &[], &rt.clock);
+    assert_eq!(p.system.content, "(empty)");
+    let h = forge_core::compile::preview::hash_role_text("user", "hello");
+    let keys: Vec<(String, Option<String>)> = p
+        .messages
+        .iter()
+        .map(|s| (s.title.clone(), s.diff_key.clone()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (
+                "Conversation history #1".into(),
+                Some(format!("implicit-history:{h}:1"))
+            ),
+            (
+                "Conversation history #2".into(),
+                Some(format!("implicit-history:{h}:2"))
+            ),
+        ]
+    );
+    assert_eq!(
+        preview_text(&p),
+        "# Prompt stack preview: none\n\n## System prompt\n\n(empty)\n\n## Message layout\n\n--- Conversation history #1 (user) ---\nhello\n\n--- Conversation history #2 (user) ---\nhello\n\n## Diagnostics\n\nNo diagnostics.\n"
+    );
+}
+
+#[test]
+fn preview_text_truncates_message_layout() {
+    let mut rt = runtime_r();
+    rt.messages = vec![u(&"m".repeat(9_000))];
+    let macros = MacroRegistry::new();
+    let compiled = compile(&CompileInput::new(None, &rt, &macros));
+    let p = preview(&compiled, "s", &[], &rt.clock);
+    // Sections are never cut.
+    assert_eq!(p.messages[0].chars, 9_000);
+    let text = preview_text(&p);
+    let header = "--- Conversation history #1 (user) ---\n";
+    let start = text.find(header).unwrap();
+    let layout_end = text
+        .find("\n[preview truncated]\n\n## Diagnostics")
+        .unwrap();
+    assert_eq!(layout_end - start, 8_000);
+    let empty = compile(&CompileInput::new(
+        None,
+        &RuntimeSnapshot::default(),
+        &macros,
+    ));
+    let text = preview_text(&preview(&empty, "s", &[], &Clock::utc(0)));
+    assert!(text.contains("## Message layout\n\n(no messages)\n\n## Diagnostics"));
+}
+
+#[test]
+fn preview_hash_matches_context_diff_vectors() {
+    use forge_core::compile::preview::hash_role_text;
+    assert_eq!(hash_role_text("user", "Hello"), "f89e5ea6");
+    assert_eq!(hash_role_text("system", "System prompt"), "57362e4d");
+}

@@ -83,7 +83,7 @@ pub fn preview(
         let message = &compiled_message.message;
         let role = role(message);
         let content = message_text(message);
-        let hash = || hash_text(&format!("{role}\0{content}"));
+        let hash = || hash_role_text(role, &content);
         let (title, key) = match &compiled_message.source {
             MessageSource::StackItem {
                 item_id, item_name, ..
@@ -135,6 +135,11 @@ pub fn preview(
         approx_tokens: total_chars.div_ceil(4),
         diagnostics,
     }
+}
+
+/// The hash in chat-history and implicit-history diff keys: [`hash_text`] of `role\0text`.
+pub fn hash_role_text(role: &str, text: &str) -> String {
+    hash_text(&format!("{role}\0{text}"))
 }
 
 /// Cuts `text` to at most `limit` UTF-16 code units, on a character boundary.
