@@ -1,1 +1,0 @@
-//! Context diff: hashes, blocks, alignment, prefix reuse and token deltas; payload extraction.
