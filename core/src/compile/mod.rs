@@ -5,18 +5,46 @@
 //! different moments (Pi's `before_agent_start` and `context` events) use a [`Compiler`], which
 //! keeps one macro context across both phases.
 //!
-//! Decisions where the spec is silent or leaves room are listed in `docs/file-formats.md`
-//! ("Compilation"); the short form:
-//! - the skills preamble and the `pi-docs` lines are our own wording with the original's meaning and
-//!   line structure ([`SKILLS_PREAMBLE`], [`pi_docs`]);
-//! - `display` of custom messages is the JavaScript truthiness of
-//!   `defaults.syntheticMessagesVisible` (absent or `null` → `false`), so the field is always a
-//!   boolean; `context.allowDuplicateChatHistory` is read with the same truthiness;
-//! - custom messages carry their text as a string `content`;
-//! - the guideline list takes the selected tools' own guidelines (in tool order) before
-//!   `RuntimeSnapshot::prompt_guidelines`;
-//! - a filter or a trim sets the chat-history *repair* flag only when it removed something;
-//! - a tool snippet that is an empty string counts as missing.
+//! # Decisions where the spec is silent or leaves room
+//!
+//! 1. **Own wording.** The skills preamble ([`SKILLS_PREAMBLE`]: three lines plus a blank line)
+//!    and the `pi-docs` text ([`pi_docs`]: seven lines) are written for pi-forge: same meaning and
+//!    line structure as Pi's, not a copy. `pi-docs` uses `RuntimeSnapshot::pi_docs_root` (trailing
+//!    `/` or `\` removed) and falls back to the package name [`PI_DOCS_FALLBACK_ROOT`].
+//! 2. **Truthiness of pass-through values.** `display` of custom messages is the JavaScript
+//!    truthiness of `defaults.syntheticMessagesVisible` (absent or `null` → `false`), so the field
+//!    is always a boolean and `"false"` shows the message (spec §8.1).
+//!    `context.allowDuplicateChatHistory` is read the same way.
+//! 3. **Synthetic shapes.** `user` and `assistant` messages carry one `text` part; `custom`
+//!    messages carry the text as a string `content`. `details.stackId` is
+//!    `CompileInput::stack_key` when given, else the stack id. Assistant `api` comes from
+//!    `model.api`, `provider`/`model` from the model, each `"unknown"` when absent.
+//! 4. **Guidelines.** "The runtime guidelines" are the selected tools' own guidelines (in tool
+//!    order) followed by `RuntimeSnapshot::prompt_guidelines`; a tool the policy removed
+//!    contributes nothing. A snippet that is an empty string counts as missing.
+//! 5. **Chat history.** An info is emitted only when its count is non-zero (for tool dropping and
+//!    repair: when calls or results were removed). The role filter and the trims set the repair
+//!    flag only when they removed a message. A message is "left empty" when its content array has
+//!    no part left. A tool id is the first non-null field of the listed ones (non-strings compare
+//!    by their JSON text); a call or result without an id is dangling.
+//! 6. **Tool selection** is capabilities spec §B9 without capability patches: the active tools,
+//!    or `tools.initial` (registered names only, in its order), or for an effective policy the
+//!    filtered active tools (a selective `allow` filters the whole registry); an effective policy
+//!    is applied once more at the end. Skills: visible skills (not `disableModelInvocation`) that
+//!    the skills ceiling permits; `skills.initial` has no effect.
+//! 7. **Diagnostics order.** Regex rule load errors (`Regex rule <id> failed to compile: …`) come
+//!    first, once per compilation, then system-prompt diagnostics, then message diagnostics. A
+//!    block reports every template message (several unknown filters → several errors).
+//! 8. **Custom slots.** Only `extensions.*` dependencies are resolved; a failure is reported with
+//!    the macro's raw message and the slot renders `""`. [`SlotContext::extensions`] holds every
+//!    extension resolved so far. [`Compiled::dependencies`] lists `slot:<name>` and
+//!    `extension:<name>` for the custom slots that rendered.
+//! 9. **Phases.** [`Compiler`] compiles the system prompt and the messages separately with one
+//!    macro context; [`Compiler::set_latest_user_message`] updates `runtime.lastUserMessage` and
+//!    clears the macro cache when the text changed. [`compile`] runs both phases.
+//! 10. Slot `format` other than `"plain"` is XML; `cont` splits on `\n` only.
+//!
+//! Preview decisions are listed in [`preview`].
 
 mod adapter;
 mod env;

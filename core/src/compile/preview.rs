@@ -1,5 +1,17 @@
 //! Previews (prompt-stacks spec §6 "Preview"): the compiled prompt as titled sections with diff
 //! keys, and as markdown text.
+//!
+//! Decisions where the spec is silent:
+//! - message sections are `message-<i>` with `i` counted from 0; the occurrence suffix of a diff
+//!   key counts repeats of the same key from 1 (`stack-item:intro:1`, `…:2`);
+//! - the hash in history keys is [`hash_role_text`] of the role and the section content (the
+//!   message's preview text); the system section has role `system`;
+//! - `totalChars` sums the UTF-16 lengths of all section contents (the system section's
+//!   `(empty)` included) and `approxTokens` is `ceil(totalChars / 4)`;
+//! - the text cuts the whole message layout (blocks joined by blank lines) after 8000 UTF-16 code
+//!   units, on a character boundary, then adds a `[preview truncated]` line; no messages reads
+//!   `(no messages)`; diagnostics read `ERROR|WARNING|INFO[ [itemId]]: message`; the text ends
+//!   with a newline.
 
 use std::collections::HashMap;
 
@@ -56,7 +68,7 @@ fn section(id: String, diff_key: String, title: String, role: &str, content: Str
 /// - one `message-<i>` section per message (`i` from 0), titled with the item name (else id), with
 ///   `<name or "Chat history"> #<historyIndex>` for chat history, or `Conversation history #<n>`;
 /// - diff keys `stack-item:<itemId>`, `chat-history:<itemId>:<hash>` or `implicit-history:<hash>`
-///   (`hash` = [`hash_text`] of `role\0content`), each followed by `:<occurrence>`, counting
+///   (`hash` = `diff::hash_text` of `role\0content`), each followed by `:<occurrence>`, counting
 ///   repeats of the same key from 1.
 pub fn preview(
     compiled: &Compiled,
@@ -137,7 +149,7 @@ pub fn preview(
     }
 }
 
-/// The hash in chat-history and implicit-history diff keys: [`hash_text`] of `role\0text`.
+/// The hash in chat-history and implicit-history diff keys: `diff::hash_text` of `role\0text`.
 pub fn hash_role_text(role: &str, text: &str) -> String {
     hash_text(&format!("{role}\0{text}"))
 }
