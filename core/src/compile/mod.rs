@@ -44,7 +44,7 @@
 //!    clears the macro cache when the text changed. [`compile`] runs both phases.
 //! 10. Slot `format` other than `"plain"` is XML; `cont` splits on `\n` only.
 //!
-//! Preview decisions are listed in [`preview`].
+//! Preview decisions are listed in [the preview module](mod@preview).
 
 mod adapter;
 mod env;
