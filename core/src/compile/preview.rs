@@ -17,10 +17,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::adapter::diff::{approx_tokens, hash_text, Section};
+use super::adapter::diff::{hash_text, Section};
 use super::{Compiled, MessageSource, IMPLICIT_HISTORY_NAME};
 use crate::diag::Diagnostic;
-use crate::json::utf16_len;
 use crate::message::{preview_text as message_text, role};
 use crate::runtime::Clock;
 
@@ -48,17 +47,8 @@ pub struct Preview {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-fn section(id: String, diff_key: String, title: String, role: &str, content: String) -> Section {
-    let chars = utf16_len(&content);
-    Section {
-        id,
-        diff_key: Some(diff_key),
-        title,
-        role: Some(role.to_string()),
-        content,
-        chars,
-        approx_tokens: approx_tokens(chars),
-    }
+fn section(id: &str, diff_key: &str, title: &str, role: &str, content: &str) -> Section {
+    Section::new(id, Some(diff_key), title, Some(role), content)
 }
 
 /// Lays out `compiled` as sections.
@@ -68,7 +58,7 @@ fn section(id: String, diff_key: String, title: String, role: &str, content: Str
 /// - one `message-<i>` section per message (`i` from 0), titled with the item name (else id), with
 ///   `<name or "Chat history"> #<historyIndex>` for chat history, or `Conversation history #<n>`;
 /// - diff keys `stack-item:<itemId>`, `chat-history:<itemId>:<hash>` or `implicit-history:<hash>`
-///   (`hash` = `diff::hash_text` of `role\0content`), each followed by `:<occurrence>`, counting
+///   (`hash` = [`hash_text`] of `role\0content`), each followed by `:<occurrence>`, counting
 ///   repeats of the same key from 1.
 pub fn preview(
     compiled: &Compiled,
@@ -82,11 +72,11 @@ pub fn preview(
         compiled.system_prompt.clone()
     };
     let system = section(
-        "system".into(),
-        "system".into(),
-        "System prompt".into(),
         "system",
-        system_content,
+        "system",
+        "System prompt",
+        "system",
+        &system_content,
     );
     let mut occurrences: HashMap<String, usize> = HashMap::new();
     let mut implicit_index = 0usize;
@@ -127,11 +117,11 @@ pub fn preview(
         *occurrence += 1;
         let diff_key = format!("{key}:{occurrence}");
         messages.push(section(
-            format!("message-{index}"),
-            diff_key,
-            title,
+            &format!("message-{index}"),
+            &diff_key,
+            &title,
             role,
-            content,
+            &content,
         ));
     }
     let total_chars = system.chars + messages.iter().map(|s| s.chars).sum::<usize>();
@@ -149,7 +139,7 @@ pub fn preview(
     }
 }
 
-/// The hash in chat-history and implicit-history diff keys: `diff::hash_text` of `role\0text`.
+/// The hash in chat-history and implicit-history diff keys: [`hash_text`] of `role\0text`.
 pub fn hash_role_text(role: &str, text: &str) -> String {
     hash_text(&format!("{role}\0{text}"))
 }
