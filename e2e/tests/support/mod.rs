@@ -1,0 +1,336 @@
+//! Test support for the browser tests: the real `pi-forge` binary, chromedriver and headless
+//! Chromium. Every process runs in its own process group, killed on drop, so a failing test
+//! never leaves browsers behind. Nothing here sleeps for a fixed time: waits poll a condition
+//! against a deadline.
+#![allow(dead_code)] // Each test binary uses a different part of this module.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use fantoccini::wd::{Capabilities, WebDriverCompatibleCommand};
+use fantoccini::{Client, ClientBuilder};
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const SETUP_HINT: &str = "run `cargo xtask setup` to install chromium and chromium-driver";
+
+/// How long a process may take to come up (cold Chromium on a busy 2-core machine included).
+pub const STARTUP: Duration = Duration::from_secs(30);
+
+/// A child process leading its own process group; drop kills the whole group.
+pub struct Group {
+    child: Child,
+    what: &'static str,
+}
+
+impl Group {
+    fn spawn(what: &'static str, cmd: &mut Command) -> Group {
+        cmd.process_group(0);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what} ({cmd:?}): {e}"));
+        Group { child, what }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Panics with `context` when the process has already exited.
+    fn assert_running(&mut self, context: &str) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("{} exited early ({status}); {context}", self.what);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // std has no killpg; `kill -KILL -- -PGID` reaches the leader and every descendant
+        // (chromedriver's Chromium processes in particular).
+        let group = format!("-{}", self.child.id());
+        let killed = Command::new("kill")
+            .args(["-s", "KILL", "--", &group])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !killed {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Output collected from a child's pipe by a background thread.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<String>>);
+
+impl Log {
+    fn collect(pipe: impl Read + Send + 'static) -> Log {
+        let log = Log::default();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = sink.0.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        log
+    }
+
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("e2e/ sits in the workspace root")
+}
+
+/// The `pi-forge` binary, built (or found up to date) once per test process.
+///
+/// `CARGO_BIN_EXE_*` only exists for a package's own binaries, so this asks cargo: it builds
+/// with the test's profile and target directory and reports the executable's path.
+pub fn pi_forge_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(workspace_root()).args([
+            "build",
+            "-p",
+            "pi-forge",
+            "--bin",
+            "pi-forge",
+            "--message-format=json-render-diagnostics",
+        ]);
+        if !cfg!(debug_assertions) {
+            cmd.arg("--release");
+        }
+        let out = cmd
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+        assert!(out.status.success(), "{cmd:?} failed ({})", out.status);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|msg| {
+                msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "pi-forge"
+            })
+            .find_map(|msg| msg["executable"].as_str().map(PathBuf::from))
+            .unwrap_or_else(|| panic!("{cmd:?} reported no pi-forge executable"))
+    })
+}
+
+/// A running `pi-forge ui` on a free port, serving an empty project in a temp dir.
+pub struct Server {
+    pub url: String,
+    pub stderr: Log,
+    group: Group,
+    _home: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(extra_args: &[&str]) -> Server {
+        let home = tempfile::tempdir().expect("temp dir");
+        let project = home.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let mut cmd = Command::new(pi_forge_binary());
+        cmd.args(["ui", "--no-open", "--port", "0", "--project"])
+            .arg(&project)
+            .args(extra_args)
+            .env("PI_FORGE_GLOBAL_DIR", home.path().join("global"))
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut group = Group::spawn("pi-forge ui", &mut cmd);
+        let stderr = Log::collect(group.child.stderr.take().unwrap());
+
+        // The first stdout line is the URL; the reader thread keeps draining after it.
+        let stdout = group.child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+            if let Some(first) = lines.next() {
+                let _ = tx.send(first);
+            }
+            lines.for_each(drop);
+        });
+        let url = match rx.recv_timeout(STARTUP) {
+            Ok(url) => url,
+            Err(_) => {
+                group.assert_running(&format!("stderr:\n{}", stderr.text()));
+                panic!(
+                    "pi-forge ui printed no URL within {STARTUP:?}; stderr:\n{}",
+                    stderr.text()
+                );
+            }
+        };
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
+            "unexpected first stdout line of pi-forge ui: {url:?}"
+        );
+        Server {
+            url,
+            stderr,
+            group,
+            _home: home,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.group.pid()
+    }
+}
+
+/// Chromedriver plus a headless Chromium session with a fresh profile.
+pub struct Browser {
+    pub client: Client,
+    _driver: Group,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        for path in [CHROMIUM, CHROMEDRIVER] {
+            assert!(Path::new(path).exists(), "{path} is missing: {SETUP_HINT}");
+        }
+        let profile = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let mut driver = Group::spawn(
+            "chromedriver",
+            Command::new(CHROMEDRIVER)
+                .arg(format!("--port={port}"))
+                .arg(format!(
+                    "--log-path={}",
+                    profile.path().join("chromedriver.log").display()
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let deadline = Instant::now() + STARTUP;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            driver.assert_running(SETUP_HINT);
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within {STARTUP:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let user_data_dir = profile.path().join("chromium");
+        let capabilities: Capabilities = serde_json::from_value(serde_json::json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--disable-dev-shm-usage",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", user_data_dir.display()),
+                ],
+            },
+            "goog:loggingPrefs": { "browser": "ALL" },
+        }))
+        .unwrap();
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let mut builder = ClientBuilder::new(connector);
+        builder.capabilities(capabilities);
+        let webdriver = format!("http://127.0.0.1:{port}/");
+        let client = match tokio::time::timeout(STARTUP, builder.connect(&webdriver)).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => panic!("cannot start headless Chromium: {e}; {SETUP_HINT}"),
+            Err(_) => panic!("no Chromium session within {STARTUP:?}"),
+        };
+        Browser {
+            client,
+            _driver: driver,
+            _profile: profile,
+        }
+    }
+
+    /// Console messages at level SEVERE (errors, failed loads) since the last call.
+    pub async fn console_errors(&self) -> Vec<String> {
+        let entries = self
+            .client
+            .issue_cmd(BrowserLog)
+            .await
+            .expect("chromedriver returns the browser log (goog:loggingPrefs)");
+        entries
+            .as_array()
+            .expect("the browser log is an array")
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Errors that the page itself recorded in `window.__forgeErrors` (see assets/boot.js).
+    pub async fn page_errors(&self) -> Vec<String> {
+        let value = self
+            .client
+            .execute(
+                "return window.__forgeErrors ?? ['window.__forgeErrors is missing'];",
+                vec![],
+            )
+            .await
+            .expect("script runs");
+        serde_json::from_value(value).expect("__forgeErrors is a list of strings")
+    }
+
+    /// Ends the session cleanly; drop alone would kill the processes instead.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+/// Chromedriver's legacy log endpoint (`goog:loggingPrefs`), not part of W3C WebDriver.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(r#"{"type":"browser"}"#.to_string()),
+        )
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free local port")
+        .port()
+}
