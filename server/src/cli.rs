@@ -9,6 +9,7 @@ Examples:
   pi-forge check --project ~/code/app --json
   pi-forge list stacks                show prompt stacks (Presets) with their diagnostics counts
   pi-forge fingerprint .pi/forge/prompt-stacks/reviewer.json
+  pi-forge preview reviewer           show the system prompt and messages a stack produces
   pi-forge ui                         open the editor for this project in your browser
 
 Resources live in <project>/.pi/forge/ (prompt-stacks/, agent-profiles/, capabilities/,
@@ -71,6 +72,29 @@ canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/rev
         /// The JSON file.
         file: PathBuf,
         /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compile a prompt stack and show the system prompt and message layout it produces.
+    #[command(after_help = "Without --runtime, pi-forge uses its documented stand-in for a live Pi \
+session: Pi's built-in tools (read, bash, edit, write active; grep, find, ls inactive), no skills, \
+no context files, no model, the current local time and no conversation.\n\nExamples:\n  \
+pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge preview \
+./draft.json --runtime docs/examples/runtime.json --messages chat.json")]
+    Preview {
+        /// A stack selector (`reviewer`, `project:reviewer`, `global:reviewer`) or a path to a
+        /// stack JSON file.
+        target: String,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// A RuntimeSnapshot JSON file (tools, skills, context files, model, clock, messages).
+        #[arg(long, value_name = "FILE")]
+        runtime: Option<PathBuf>,
+        /// A conversation JSON file: an array of Pi messages, or an object with `messages`.
+        /// Replaces the runtime's conversation.
+        #[arg(long, value_name = "FILE")]
+        messages: Option<PathBuf>,
+        /// Print the compiled result and preview sections as JSON.
         #[arg(long)]
         json: bool,
     },

@@ -20,6 +20,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => list(kind, &workspace, json),
         Command::Fingerprint { file, json } => fingerprint_file(&file, json),
+        Command::Preview {
+            target,
+            workspace,
+            runtime,
+            messages,
+            json,
+        } => crate::preview::run(&target, &workspace, runtime.as_deref(), messages.as_deref(), json),
         Command::Ui {
             workspace,
             port,

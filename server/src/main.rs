@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod commands;
 mod paths;
+mod preview;
 mod ui;
 
 use clap::Parser;
