@@ -103,6 +103,27 @@ pub fn is_usable(diagnostics: &[Diagnostic]) -> bool {
     !diagnostics.iter().any(Diagnostic::is_error)
 }
 
+/// An error about one field (profiles, capabilities, bindings, snapshots).
+pub(crate) fn field_error(field: &str, message: String) -> Diagnostic {
+    Diagnostic::error(message).with_field(field)
+}
+
+/// `Ok(value)` when `diagnostics` holds no error; otherwise `Err` with the errors alone, in order.
+pub(crate) fn ok_unless_errors<T>(
+    value: T,
+    diagnostics: Vec<Diagnostic>,
+) -> Result<T, Vec<Diagnostic>> {
+    let errors: Vec<Diagnostic> = diagnostics
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect();
+    if errors.is_empty() {
+        Ok(value)
+    } else {
+        Err(errors)
+    }
+}
+
 /// Counts `(errors, warnings, infos)`.
 pub fn counts(diagnostics: &[Diagnostic]) -> (usize, usize, usize) {
     diagnostics

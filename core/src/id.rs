@@ -1,10 +1,14 @@
-//! Resource identity: the id grammar, scopes, keys and selectors (`id`, `project:id`, `global:id`).
+//! Resource identity: the id grammar, scopes, keys and selectors (`id`, `project:id`, `global:id`),
+//! the id a file falls back to, and the tool-name grammar.
 //!
 //! Every resource kind (prompt stack, agent profile, capability, binding) shares one id grammar:
 //! `^[A-Za-z0-9][A-Za-z0-9._-]*$`. `:` is reserved to qualify an id with its scope.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+use crate::js::is_js_whitespace;
+use crate::json::utf16_len;
 
 /// Where a resource lives: the project's `.pi/forge/` or the user's global forge directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -72,6 +76,56 @@ pub fn is_valid_id(id: &str) -> bool {
 /// The explanation appended to id-grammar errors.
 pub const ID_RULE: &str =
     "must start with a letter or number and contain only letters, numbers, dots, underscores, and hyphens";
+
+/// Node's `path.basename(path)` (POSIX): trailing `/`s ignored, then the last `/`-separated
+/// component. `\\` is not a separator.
+pub fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    trimmed.rsplit('/').next().unwrap_or(trimmed)
+}
+
+/// The id a resource file falls back to when its own id is missing or unusable: Node's
+/// `path.basename(file_name, ".json")` (POSIX), as the original tool computes it for every kind.
+///
+/// Like Node, a base name that is exactly `.json` is kept unless it is the whole argument
+/// (`".json"` → `""`, `"a/.json"` → `".json"`); the suffix is case-sensitive.
+pub fn fallback_id(file_name: &str) -> &str {
+    if file_name == ".json" {
+        return "";
+    }
+    let base = base_name(file_name);
+    match base.strip_suffix(".json") {
+        Some(stem) if !stem.is_empty() => stem,
+        _ => base,
+    }
+}
+
+/// Longest tool name, in UTF-16 units (capabilities spec B1).
+pub const MAX_TOOL_NAME_LENGTH: usize = 128;
+
+/// Why a tool (or skill) name is invalid; `None` when it is a valid concrete name (capabilities
+/// spec B1): 1..=128 UTF-16 units, no white space (the JavaScript set), no control character
+/// (U+0000–U+001F, U+007F), no `*` or `?`. Problems are reported in that order.
+pub fn tool_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("must not be empty")
+    } else if utf16_len(name) > MAX_TOOL_NAME_LENGTH {
+        Some("must be at most 128 characters")
+    } else if name.chars().any(|c| (c as u32) < 0x20 || c == '\u{7f}') {
+        Some("must not contain control characters")
+    } else if name.chars().any(is_js_whitespace) {
+        Some("must not contain whitespace")
+    } else if name.contains(['*', '?']) {
+        Some("must not contain wildcards (* or ?)")
+    } else {
+        None
+    }
+}
+
+/// True when `name` is a valid concrete tool (or skill) name; see [`tool_name_problem`].
+pub fn is_valid_tool_name(name: &str) -> bool {
+    tool_name_problem(name).is_none()
+}
 
 /// A parsed reference to a resource.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -195,17 +249,78 @@ mod tests {
     }
 
     #[test]
+    fn fallback_id_is_node_basename_without_json() {
+        assert_eq!(fallback_id("reviewer.json"), "reviewer");
+        assert_eq!(fallback_id("a/b/broken.json"), "broken");
+        assert_eq!(fallback_id("dir/fallback.json"), "fallback");
+        assert_eq!(fallback_id("plain"), "plain");
+        assert_eq!(fallback_id("x.JSON"), "x.JSON");
+        assert_eq!(fallback_id("a.json/"), "a");
+        assert_eq!(fallback_id(".json"), "");
+        assert_eq!(fallback_id("a/.json"), ".json");
+        assert_eq!(fallback_id(".json/"), ".json");
+        assert_eq!(fallback_id("a.json.json"), "a.json");
+        assert_eq!(fallback_id(""), "");
+        assert_eq!(fallback_id("/"), "");
+        // POSIX semantics: a backslash is part of the name.
+        assert_eq!(fallback_id("c:\\x\\y.json"), "c:\\x\\y");
+        assert_eq!(base_name("a/b/c.json"), "c.json");
+        assert_eq!(base_name("a.json/"), "a.json");
+        assert_eq!(base_name("//"), "");
+    }
+
+    #[test]
+    fn tool_name_rules() {
+        assert_eq!(tool_name_problem("read"), None);
+        assert_eq!(tool_name_problem(""), Some("must not be empty"));
+        assert_eq!(
+            tool_name_problem("a\u{7f}"),
+            Some("must not contain control characters")
+        );
+        assert_eq!(
+            tool_name_problem("a\u{1f}"),
+            Some("must not contain control characters")
+        );
+        assert_eq!(
+            tool_name_problem("a\u{3000}b"),
+            Some("must not contain whitespace")
+        );
+        assert_eq!(
+            tool_name_problem("a*"),
+            Some("must not contain wildcards (* or ?)")
+        );
+        assert_eq!(tool_name_problem(&"é".repeat(128)), None);
+        assert_eq!(
+            tool_name_problem(&"😀".repeat(65)),
+            Some("must be at most 128 characters")
+        );
+        // Spec B1: control characters are U+0000–U+001F and U+007F only.
+        assert_eq!(tool_name_problem("a\u{80}\u{9f}"), None);
+        assert!(is_valid_tool_name(&"x".repeat(128)));
+        assert!(!is_valid_tool_name(&"x".repeat(129)));
+        assert!(!is_valid_tool_name("a b"));
+        // U+0085 is neither JavaScript white space nor a B1 control character.
+        assert!(is_valid_tool_name("a\u{85}b"));
+        assert!(!is_valid_tool_name("a?"));
+    }
+
+    #[test]
     fn selectors() {
         assert_eq!(
             parse_selector("project:reviewer"),
-            Ok(Selector::Scoped(ResourceKey::new(Scope::Project, "reviewer")))
+            Ok(Selector::Scoped(ResourceKey::new(
+                Scope::Project,
+                "reviewer"
+            )))
         );
         assert_eq!(
             parse_selector(" project:a "),
             Ok(Selector::Scoped(ResourceKey::new(Scope::Project, "a")))
         );
         assert_eq!(
-            parse_selector("bad:scope:reviewer").unwrap_err().to_string(),
+            parse_selector("bad:scope:reviewer")
+                .unwrap_err()
+                .to_string(),
             "Unknown scope prefix: bad. Expected \"project\" or \"global\"."
         );
         assert_eq!(

@@ -1,5 +1,8 @@
-//! Small JavaScript semantics the stack codec has to reproduce: `String.prototype.trim`,
+//! Small JavaScript semantics the codecs have to reproduce: `String.prototype.trim`,
 //! `String(value)` coercion, truthiness and the integer predicates used by the validators.
+//!
+//! One definition for the whole crate: the stack, profile and capability codecs all trim and test
+//! white space the way the original (JavaScript) tool does.
 
 use serde_json::Value;
 
@@ -8,7 +11,7 @@ use crate::json::format_number;
 /// True for the characters ECMAScript's `\s` and `String.prototype.trim` treat as white space
 /// (WhiteSpace plus LineTerminator). Unlike Rust's `char::is_whitespace` this includes U+FEFF and
 /// excludes U+0085.
-pub(crate) fn is_js_whitespace(c: char) -> bool {
+pub fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
@@ -23,7 +26,7 @@ pub(crate) fn is_js_whitespace(c: char) -> bool {
 }
 
 /// `String.prototype.trim`.
-pub(crate) fn js_trim(text: &str) -> &str {
+pub fn js_trim(text: &str) -> &str {
     text.trim_matches(is_js_whitespace)
 }
 
@@ -117,6 +120,20 @@ pub(crate) fn contains_match_placeholder(text: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn js_whitespace_set() {
+        assert!(is_js_whitespace('\u{feff}'));
+        assert!(is_js_whitespace('\u{a0}'));
+        assert!(is_js_whitespace('\u{2028}'));
+        assert!(!is_js_whitespace('\u{85}'));
+        assert_eq!(js_trim("\u{feff} a \u{85}"), "a \u{85}");
+        // The same set as Unicode White_Space without U+0085, plus U+FEFF.
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            let expected = c == '\u{feff}' || (c != '\u{85}' && c.is_whitespace());
+            assert_eq!(is_js_whitespace(c), expected, "U+{:04X}", c as u32);
+        }
+    }
 
     #[test]
     fn trim_follows_ecmascript() {

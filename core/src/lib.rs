@@ -7,11 +7,24 @@
 #![forbid(unsafe_code)]
 
 pub mod canonical;
+pub mod capability;
+pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod diff;
 pub mod id;
+pub mod js;
 pub mod json;
-pub mod capability;
+pub mod message;
 pub mod profile;
+pub mod rewrite;
+pub mod runtime;
+mod shape;
 pub mod stack;
+pub mod template;
 pub mod workspace;
+
+/// True when `text` is empty after JavaScript `trim()`.
+pub(crate) fn json_trim_is_empty(text: &str) -> bool {
+    js::js_trim(text).is_empty()
+}

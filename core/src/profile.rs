@@ -11,10 +11,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::capability::js_trim;
-use crate::diag::{dedupe, is_usable, Diagnostic};
-use crate::id::{is_valid_id, parse_selector, ResourceKey, Scope, Selector, ID_RULE};
+use crate::diag::{dedupe, field_error, is_usable, ok_unless_errors, Diagnostic};
+use crate::id::{fallback_id, is_valid_id, parse_selector, ResourceKey, Scope, Selector, ID_RULE};
+use crate::js::js_trim;
 use crate::json::{object, parse_bytes, to_compact, to_pretty, type_name};
+use crate::shape::{check_header, optional_string, required_id, unsupported_keys};
 
 /// `type` of every agent profile.
 pub const AGENT_PROFILE_TYPE: &str = "pi-forge.agent-profile";
@@ -189,7 +190,7 @@ impl ParsedProfile {
     /// A fault: placeholder profile with one error and no raw value.
     pub fn fault(file_name: &str, message: impl Into<String>) -> Self {
         ParsedProfile {
-            profile: AgentProfile::fault(file_basename(file_name)),
+            profile: AgentProfile::fault(fallback_id(file_name)),
             raw: None,
             diagnostics: vec![Diagnostic::error(message)],
         }
@@ -204,12 +205,6 @@ impl ParsedProfile {
 /// A fault for a file that could not be read or parsed: placeholder profile, one error.
 pub fn fault_profile(file_name: &str, message: impl Into<String>) -> ParsedProfile {
     ParsedProfile::fault(file_name, message)
-}
-
-/// The file name without directories and without a trailing `.json`.
-pub fn file_basename(file_name: &str) -> String {
-    let name = file_name.rsplit(['/', '\\']).next().unwrap_or(file_name);
-    name.strip_suffix(".json").unwrap_or(name).to_string()
 }
 
 /// Parses a profile file's bytes. Oversized, non-UTF-8 and malformed JSON files become faults.
@@ -247,49 +242,24 @@ pub fn parse_profile_value(value: Value, file_name: &str, scope: Scope) -> Parse
     }
 }
 
-fn field_error(field: &str, message: String) -> Diagnostic {
-    Diagnostic::error(message).with_field(field)
-}
-
 /// Shape pass: builds the normalized profile from the raw object.
 fn normalize(map: &Map<String, Value>, file_name: &str) -> (AgentProfile, Vec<Diagnostic>) {
     let mut d = Vec::new();
-    for key in map.keys() {
-        if !PROFILE_FIELDS.contains(&key.as_str()) {
-            d.push(field_error(
-                key,
-                format!("Unsupported profile field: {key}"),
-            ));
-        }
-    }
+    unsupported_keys(map, &PROFILE_FIELDS, "profile", "", &mut d);
+    check_header(
+        map,
+        "Profile",
+        PROFILE_SCHEMA_VERSION,
+        AGENT_PROFILE_TYPE,
+        &mut d,
+    );
 
-    if map.get("schemaVersion").and_then(Value::as_f64) != Some(PROFILE_SCHEMA_VERSION as f64) {
-        d.push(field_error(
-            "schemaVersion",
-            format!("Profile schemaVersion must be {PROFILE_SCHEMA_VERSION}."),
-        ));
-    }
-    if map.get("type").and_then(Value::as_str) != Some(AGENT_PROFILE_TYPE) {
-        d.push(field_error(
-            "type",
-            format!("Profile type must be \"{AGENT_PROFILE_TYPE}\"."),
-        ));
-    }
+    let id = required_id(map, "Profile", &mut d)
+        .map_or_else(|| fallback_id(file_name), js_trim)
+        .to_string();
 
-    let id = match map.get("id") {
-        Some(Value::String(s)) => js_trim(s).to_string(),
-        other => {
-            let message = match other {
-                None => "Profile id is required.".to_string(),
-                Some(v) => format!("Profile id must be a string, got {}.", type_name(v)),
-            };
-            d.push(field_error("id", message));
-            file_basename(file_name)
-        }
-    };
-
-    let name = optional_string(map, "name", &mut d);
-    let description = optional_string(map, "description", &mut d);
+    let name = optional_string(map, "Profile", "name", &mut d);
+    let description = optional_string(map, "Profile", "description", &mut d);
     let auto_activate = match map.get("autoActivate") {
         None => None,
         Some(Value::Bool(b)) => Some(*b),
@@ -307,15 +277,7 @@ fn normalize(map: &Map<String, Value>, file_name: &str) -> (AgentProfile, Vec<Di
 
     let model = match map.get("model") {
         Some(Value::Object(m)) => {
-            for key in m.keys() {
-                if !MODEL_FIELDS.contains(&key.as_str()) {
-                    let field = format!("model.{key}");
-                    d.push(field_error(
-                        &field,
-                        format!("Unsupported profile field: {field}"),
-                    ));
-                }
-            }
+            unsupported_keys(m, &MODEL_FIELDS, "profile", "model.", &mut d);
             // Wrong types normalize to "" and are reported by the semantic pass.
             let text = |k: &str| m.get(k).and_then(Value::as_str).map(js_trim).unwrap_or("");
             ModelRef::new(text("provider"), text("id"))
@@ -372,20 +334,6 @@ fn normalize(map: &Map<String, Value>, file_name: &str) -> (AgentProfile, Vec<Di
         prompt_stack,
     };
     (profile, d)
-}
-
-fn optional_string(map: &Map<String, Value>, key: &str, d: &mut Vec<Diagnostic>) -> Option<String> {
-    match map.get(key) {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(v) => {
-            d.push(field_error(
-                key,
-                format!("Profile {key} must be a string, got {}.", type_name(v)),
-            ));
-            None
-        }
-    }
 }
 
 fn thinking_level_message() -> String {
@@ -536,27 +484,12 @@ pub fn capture_profile(
                 .filter(|d| !d.field.as_deref().is_some_and(|f| f.starts_with("model"))),
         );
     }
-    let errors: Vec<Diagnostic> = dedupe(errors)
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if errors.is_empty() {
-        Ok(profile)
-    } else {
-        Err(errors)
-    }
+    ok_unless_errors(profile, dedupe(errors))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn basename_strips_dirs_and_extension() {
-        assert_eq!(file_basename("a/b/broken.json"), "broken");
-        assert_eq!(file_basename("c:\\x\\y.json"), "y");
-        assert_eq!(file_basename("plain"), "plain");
-    }
 
     #[test]
     fn thinking_levels_round_trip() {

@@ -10,12 +10,14 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::{
-    check_content_length, field_error, parse_tool_list, unsupported_keys, Capability,
-    ParsedCapability, ToolPatch, MAX_CAPABILITY_BINDINGS,
+    check_content_length, parse_tool_list, Capability, ParsedCapability, ToolPatch,
+    MAX_CAPABILITY_BINDINGS,
 };
-use crate::diag::{dedupe, Diagnostic};
+use crate::diag::{dedupe, field_error, ok_unless_errors, Diagnostic};
 use crate::id::{is_valid_id, parse_selector, ResourceKey, Scope, Selector, ID_RULE};
+use crate::js::js_trim;
 use crate::json::type_name;
+use crate::shape::unsupported_keys;
 
 /// Allowed keys of a binding.
 pub const BINDING_FIELDS: [&str; 4] = ["ref", "id", "modelCallable", "overrides"];
@@ -154,8 +156,7 @@ fn parse_binding(
             d.push(field_error(&ref_field, format!("{ref_field} is required.")));
             None
         }
-        Some(Value::String(text)) if !super::js_trim(text).is_empty() => match parse_selector(text)
-        {
+        Some(Value::String(text)) if !js_trim(text).is_empty() => match parse_selector(text) {
             Ok(selector) => {
                 if owner == Scope::Global && selector.scope() == Some(Scope::Project) {
                     d.push(field_error(
@@ -394,14 +395,6 @@ pub fn effective_capability(
             };
         }
     }
-    let errors: Vec<Diagnostic> = candidate
-        .validate()
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if errors.is_empty() {
-        Ok(candidate)
-    } else {
-        Err(errors)
-    }
+    let diagnostics = candidate.validate();
+    ok_unless_errors(candidate, diagnostics)
 }

@@ -9,13 +9,13 @@
 //!
 //! Pure code: no filesystem, no clock, no panics on input. Lengths are UTF-16 code units.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::canonical::sha256_hex;
-use crate::diag::{dedupe, is_usable, Diagnostic};
-use crate::id::{is_valid_id, ID_RULE};
+use crate::diag::{dedupe, field_error, is_usable, Diagnostic};
+use crate::id::{fallback_id, is_valid_id, ID_RULE};
 use crate::json::{object, parse_bytes, to_compact, to_pretty, type_name, utf16_len};
-use crate::profile::file_basename;
+use crate::shape::{check_header, optional_string, required_id, unsupported_keys};
 
 pub mod binding;
 pub mod snapshot;
@@ -25,6 +25,11 @@ pub use binding::{
     Overrides, ToolOverride,
 };
 pub use snapshot::{BindingSource, CapabilitySnapshot, SnapshotSource};
+
+// The tool-name grammar lives in [`crate::id`] and JavaScript white space in [`crate::js`]; they
+// stay reachable here for existing users of this module.
+pub use crate::id::{is_valid_tool_name, tool_name_problem, MAX_TOOL_NAME_LENGTH};
+pub use crate::js::{is_js_whitespace, js_trim};
 
 /// `type` of every capability definition.
 pub const CAPABILITY_TYPE: &str = "pi-forge.capability";
@@ -36,8 +41,6 @@ pub const MAX_CONTENT_LENGTH: usize = 100_000;
 pub const MAX_CAPABILITY_NAME_LENGTH: usize = 1_000;
 /// Most names in one `add` or `remove` list.
 pub const MAX_TOOL_ARRAY_LENGTH: usize = 256;
-/// Longest tool name (UTF-16 units).
-pub const MAX_TOOL_NAME_LENGTH: usize = 128;
 /// Largest capability file (bytes); larger files become faults.
 pub const MAX_CAPABILITY_SOURCE_SIZE: usize = 1_048_576;
 /// Most bindings on one Preset.
@@ -58,46 +61,8 @@ pub const CAPABILITY_FIELDS: [&str; 7] = [
 /// Allowed keys of `tools`.
 pub const TOOL_PATCH_FIELDS: [&str; 2] = ["add", "remove"];
 
-/// JavaScript's whitespace set (`/\s/`, `String.prototype.trim`): Unicode `White_Space` without
-/// U+0085, plus U+FEFF.
-pub fn is_js_whitespace(c: char) -> bool {
-    c == '\u{feff}' || (c != '\u{85}' && c.is_whitespace())
-}
-
-/// `String.prototype.trim`.
-pub fn js_trim(text: &str) -> &str {
-    text.trim_matches(is_js_whitespace)
-}
-
-/// Why a tool name is invalid; `None` when it is valid (1..=128 UTF-16 units, no whitespace, no
-/// control characters, no `*` or `?`).
-pub fn tool_name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        Some("must not be empty")
-    } else if utf16_len(name) > MAX_TOOL_NAME_LENGTH {
-        Some("must be at most 128 characters")
-    } else if name.chars().any(|c| (c as u32) < 0x20 || c == '\u{7f}') {
-        Some("must not contain control characters")
-    } else if name.chars().any(is_js_whitespace) {
-        Some("must not contain whitespace")
-    } else if name.contains(['*', '?']) {
-        Some("must not contain wildcards (* or ?)")
-    } else {
-        None
-    }
-}
-
-/// True when `name` is a valid concrete tool name.
-pub fn is_valid_tool_name(name: &str) -> bool {
-    tool_name_problem(name).is_none()
-}
-
 fn quoted(text: &str) -> String {
     to_compact(&Value::String(text.to_string()))
-}
-
-fn field_error(field: &str, message: String) -> Diagnostic {
-    Diagnostic::error(message).with_field(field)
 }
 
 /// A tool patch: names to add to and remove from the active tool set.
@@ -200,22 +165,20 @@ pub(crate) fn parse_tool_list(value: &Value, field: &str, d: &mut Vec<Diagnostic
     names
 }
 
-/// Reports keys of `map` outside `allowed` as `Unsupported <what> field: <prefix><key>`.
-pub(crate) fn unsupported_keys(
-    map: &Map<String, Value>,
-    allowed: &[&str],
-    what: &str,
-    prefix: &str,
-    d: &mut Vec<Diagnostic>,
-) {
-    for key in map.keys() {
-        if !allowed.contains(&key.as_str()) {
-            let field = format!("{prefix}{key}");
-            d.push(field_error(
-                &field,
-                format!("Unsupported {what} field: {field}"),
-            ));
-        }
+/// Checks an optional `name` against [`MAX_CAPABILITY_NAME_LENGTH`]; `what` starts the message
+/// (`Capability`, `Snapshot`).
+pub(crate) fn check_name_length(what: &str, name: Option<&str>, d: &mut Vec<Diagnostic>) {
+    let Some(name) = name else {
+        return;
+    };
+    let len = utf16_len(name);
+    if len > MAX_CAPABILITY_NAME_LENGTH {
+        d.push(field_error(
+            "name",
+            format!(
+                "{what} name must be at most {MAX_CAPABILITY_NAME_LENGTH} characters (got {len})."
+            ),
+        ));
     }
 }
 
@@ -273,17 +236,7 @@ impl Capability {
         if !is_valid_id(&self.id) {
             d.push(field_error("id", format!("Capability id {ID_RULE}.")));
         }
-        if let Some(name) = &self.name {
-            let len = utf16_len(name);
-            if len > MAX_CAPABILITY_NAME_LENGTH {
-                d.push(field_error(
-                    "name",
-                    format!(
-                        "Capability name must be at most {MAX_CAPABILITY_NAME_LENGTH} characters (got {len})."
-                    ),
-                ));
-            }
-        }
+        check_name_length("Capability", self.name.as_deref(), &mut d);
         check_content_length("content", &self.content, &mut d);
         d.extend(self.tools.validate("tools"));
         d.extend(effect_rule(&self.content, &self.tools));
@@ -320,7 +273,7 @@ impl ParsedCapability {
     /// A fault: placeholder capability with one error and no raw value.
     pub fn fault(file_name: &str, message: impl Into<String>, source_revision: String) -> Self {
         ParsedCapability {
-            capability: Capability::fault(file_basename(file_name)),
+            capability: Capability::fault(fallback_id(file_name)),
             raw: None,
             diagnostics: vec![Diagnostic::error(message)],
             source_revision,
@@ -377,43 +330,18 @@ pub fn parse_capability_value(
     };
     let mut d = Vec::new();
     unsupported_keys(map, &CAPABILITY_FIELDS, "capability", "", &mut d);
-
-    if map.get("schemaVersion").and_then(Value::as_f64) != Some(CAPABILITY_SCHEMA_VERSION as f64) {
-        d.push(field_error(
-            "schemaVersion",
-            format!("Capability schemaVersion must be {CAPABILITY_SCHEMA_VERSION}."),
-        ));
-    }
-    if map.get("type").and_then(Value::as_str) != Some(CAPABILITY_TYPE) {
-        d.push(field_error(
-            "type",
-            format!("Capability type must be \"{CAPABILITY_TYPE}\"."),
-        ));
-    }
-    let id = match map.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        other => {
-            let message = match other {
-                None => "Capability id is required.".to_string(),
-                Some(v) => format!("Capability id must be a string, got {}.", type_name(v)),
-            };
-            d.push(field_error("id", message));
-            file_basename(file_name)
-        }
-    };
-    let mut optional_string = |key: &str| match map.get(key) {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(v) => {
-            d.push(field_error(
-                key,
-                format!("Capability {key} must be a string, got {}.", type_name(v)),
-            ));
-            None
-        }
-    };
-    let name = optional_string("name");
-    let description = optional_string("description");
+    check_header(
+        map,
+        "Capability",
+        CAPABILITY_SCHEMA_VERSION,
+        CAPABILITY_TYPE,
+        &mut d,
+    );
+    let id = required_id(map, "Capability", &mut d)
+        .unwrap_or_else(|| fallback_id(file_name))
+        .to_string();
+    let name = optional_string(map, "Capability", "name", &mut d);
+    let description = optional_string(map, "Capability", "description", &mut d);
     let content = match map.get("content") {
         Some(Value::String(s)) => s.clone(),
         other => {
@@ -467,37 +395,4 @@ pub fn parse_capability_value(
 /// Writes a capability as stored on disk: 2-space JSON in schema order plus a newline.
 pub fn serialize_capability(capability: &Capability) -> String {
     to_pretty(&capability.to_value())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn js_whitespace_set() {
-        assert!(is_js_whitespace('\u{feff}'));
-        assert!(is_js_whitespace('\u{a0}'));
-        assert!(is_js_whitespace('\u{2028}'));
-        assert!(!is_js_whitespace('\u{85}'));
-        assert_eq!(js_trim("\u{feff} a \u{85}"), "a \u{85}");
-    }
-
-    #[test]
-    fn tool_name_rules() {
-        assert_eq!(tool_name_problem("read"), None);
-        assert_eq!(tool_name_problem(""), Some("must not be empty"));
-        assert_eq!(
-            tool_name_problem("a\u{7f}"),
-            Some("must not contain control characters")
-        );
-        assert_eq!(
-            tool_name_problem("a\u{3000}b"),
-            Some("must not contain whitespace")
-        );
-        assert_eq!(tool_name_problem(&"é".repeat(128)), None);
-        assert_eq!(
-            tool_name_problem(&"😀".repeat(65)),
-            Some("must be at most 128 characters")
-        );
-    }
 }

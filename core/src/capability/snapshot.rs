@@ -7,13 +7,14 @@
 use serde_json::{Map, Value};
 
 use super::{
-    check_content_length, effect_rule, field_error, is_valid_tool_name, tool_name_problem,
-    unsupported_keys, Capability, ToolPatch, MAX_CAPABILITY_NAME_LENGTH, MAX_OPAQUE_ID_LENGTH,
+    check_content_length, check_name_length, effect_rule, Capability, ToolPatch,
+    MAX_OPAQUE_ID_LENGTH,
 };
 use crate::canonical::fingerprint;
-use crate::diag::{dedupe, Diagnostic};
-use crate::id::{is_valid_id, ResourceKey, Scope, ID_RULE};
+use crate::diag::{dedupe, field_error, Diagnostic};
+use crate::id::{is_valid_id, is_valid_tool_name, tool_name_problem, ResourceKey, Scope, ID_RULE};
 use crate::json::{object, type_name, utf16_len};
+use crate::shape::unsupported_keys;
 
 /// `type` inside the hashed snapshot object (its domain tag).
 pub const SNAPSHOT_TYPE: &str = "pi-forge.capability-snapshot";
@@ -161,17 +162,7 @@ impl CapabilitySnapshot {
                 }
             }
         }
-        if let Some(name) = &self.name {
-            let len = utf16_len(name);
-            if len > MAX_CAPABILITY_NAME_LENGTH {
-                d.push(field_error(
-                    "name",
-                    format!(
-                        "Snapshot name must be at most {MAX_CAPABILITY_NAME_LENGTH} characters (got {len})."
-                    ),
-                ));
-            }
-        }
+        check_name_length("Snapshot", self.name.as_deref(), &mut d);
         check_content_length("content", &self.content, &mut d);
         d.extend(self.tools.validate("tools"));
         d.extend(effect_rule(&self.content, &self.tools));

@@ -1,6 +1,7 @@
 //! Provider payload → blocks.
 
 use super::{block, hash_text, Block};
+use crate::js::js_trim;
 use crate::json::{parse_str, to_compact, to_pretty};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -162,10 +163,4 @@ fn part_text(part: &Value) -> String {
         Value::Null => String::new(),
         other => to_compact(other),
     }
-}
-
-/// JavaScript `String.prototype.trim`: WhiteSpace and LineTerminator code points, BOM included,
-/// U+0085 excluded.
-fn js_trim(text: &str) -> &str {
-    text.trim_matches(|c: char| c == '\u{feff}' || (c != '\u{85}' && c.is_whitespace()))
 }

@@ -25,7 +25,6 @@
 //!
 //! Pure code: no filesystem, clock or threads, so it also runs in the browser build.
 
-mod js;
 mod model;
 mod parse;
 mod policy;
@@ -39,5 +38,7 @@ pub use parse::{
     fault_stack, parse_stack_bytes, parse_stack_str, parse_stack_value, serialize_stack,
     validate_stack, ParseOptions, ParsedStack,
 };
-pub use policy::{is_valid_tool_name, matches_any, pattern_matches, Policy, MAX_TOOL_NAME_LENGTH};
+pub use policy::{matches_any, pattern_matches, Policy};
+// The tool-name grammar is shared with capabilities and lives in [`crate::id`].
+pub use crate::id::{is_valid_tool_name, MAX_TOOL_NAME_LENGTH};
 pub use regex_rules::{compile_pattern, REGEX_FLAGS};

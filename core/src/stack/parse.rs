@@ -9,14 +9,14 @@
 
 use serde_json::{Map, Value};
 
-use super::js::{is_number, is_string_array, js_string, js_trim, js_truthy, number_string};
 use super::model::{
     ItemBody, PromptStack, Role, SchemaVersion, StackItem, StackMode, BUILTIN_SLOTS, STACK_TYPE,
 };
 use super::policy::{normalize_policy, validate_policy};
 use super::regex_rules::validate_regex_config;
 use crate::diag::{dedupe, is_usable, Diagnostic};
-use crate::id::{is_valid_id, ID_RULE};
+use crate::id::{base_name, fallback_id, is_valid_id, ID_RULE};
+use crate::js::{is_number, is_string_array, js_string, js_trim, js_truthy, number_string};
 use crate::json::{parse_bytes, parse_str, to_pretty};
 
 /// What the parser needs besides the JSON.
@@ -59,21 +59,9 @@ impl ParsedStack {
     }
 }
 
-/// Node's `path.basename(p)`: trailing slashes ignored, last `/`-separated component.
-fn base_name(file_name: &str) -> &str {
-    let trimmed = file_name.trim_end_matches('/');
-    trimmed.rsplit('/').next().unwrap_or(trimmed)
-}
-
-/// Node's `path.basename(p, ".json")`.
-fn file_stem(file_name: &str) -> &str {
-    let base = base_name(file_name);
-    base.strip_suffix(".json").unwrap_or(base)
-}
-
 /// `{schemaVersion:1, type, id: <stem>, name: <basename>, items:[]}`.
 fn fallback_stack(file_name: &str) -> PromptStack {
-    let mut stack = PromptStack::new(file_stem(file_name));
+    let mut stack = PromptStack::new(fallback_id(file_name));
     stack.has_type = true;
     stack.name = Some(base_name(file_name).to_string());
     stack
@@ -346,7 +334,7 @@ fn normalize(value: &Value, file_name: &str, out: &mut Vec<Diagnostic>) -> Promp
     let raw_id = non_blank_str(obj.get("id"));
     let id = match raw_id {
         Some(raw) if is_valid_id(raw) => raw.to_string(),
-        _ => file_stem(file_name).to_string(),
+        _ => fallback_id(file_name).to_string(),
     };
     if let Some(raw) = raw_id.filter(|raw| !is_valid_id(raw)) {
         out.push(Diagnostic::error(format!(
@@ -616,7 +604,7 @@ fn check_history_options(options: &Map<String, Value>, item_id: &str, out: &mut 
     for key in ["maxMessages", "maxChars"] {
         if options
             .get(key)
-            .is_some_and(|v| !super::js::is_positive_integer(v))
+            .is_some_and(|v| !crate::js::is_positive_integer(v))
         {
             out.push(
                 Diagnostic::error(format!(
@@ -625,20 +613,5 @@ fn check_history_options(options: &Map<String, Value>, item_id: &str, out: &mut 
                 .with_item(item_id),
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_basename() {
-        assert_eq!(base_name("a/b/c.json"), "c.json");
-        assert_eq!(base_name("a.json/"), "a.json");
-        assert_eq!(file_stem("a.json/"), "a");
-        assert_eq!(file_stem(".json"), "");
-        assert_eq!(file_stem("x.JSON"), "x.JSON");
-        assert_eq!(file_stem("reviewer.json"), "reviewer");
     }
 }

@@ -19,12 +19,9 @@
 
 use serde_json::{Map, Value};
 
-use super::js::{is_js_whitespace, js_trim};
 use crate::diag::Diagnostic;
-use crate::json::utf16_len;
-
-/// Longest tool name, in UTF-16 units (capabilities spec B1).
-pub const MAX_TOOL_NAME_LENGTH: usize = 128;
+use crate::id::{is_valid_tool_name, MAX_TOOL_NAME_LENGTH};
+use crate::js::js_trim;
 
 /// A normalized `tools` or `skills` policy.
 ///
@@ -146,16 +143,6 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
         row = next;
     }
     row[t.len()]
-}
-
-/// A concrete tool (or skill) name: 1–128 UTF-16 units, no white space, no control character, no
-/// `*` or `?` (capabilities spec B1).
-pub fn is_valid_tool_name(name: &str) -> bool {
-    let len = utf16_len(name);
-    (1..=MAX_TOOL_NAME_LENGTH).contains(&len)
-        && !name
-            .chars()
-            .any(|c| is_js_whitespace(c) || c.is_control() || c == '*' || c == '?')
 }
 
 /// Normalizes `tools`/`skills` (`label`), pushing shape errors.
@@ -312,16 +299,5 @@ mod tests {
         assert!(pattern_matches("*-x-*", "a-x-b"));
         assert!(!pattern_matches("b*", "ab"));
         assert!(pattern_matches("é*😀", "é..😀"));
-    }
-
-    #[test]
-    fn tool_names() {
-        assert!(is_valid_tool_name("read"));
-        assert!(is_valid_tool_name(&"x".repeat(128)));
-        assert!(!is_valid_tool_name(&"x".repeat(129)));
-        assert!(!is_valid_tool_name(""));
-        assert!(!is_valid_tool_name("a b"));
-        assert!(!is_valid_tool_name("a\u{7f}"));
-        assert!(!is_valid_tool_name("a?"));
     }
 }

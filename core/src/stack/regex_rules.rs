@@ -11,11 +11,11 @@
 
 use serde_json::{Map, Value};
 
-use super::js::{
-    contains_match_placeholder, is_non_negative_integer, is_positive_integer, is_string_array,
-    js_trim, non_negative_integer,
-};
 use crate::diag::Diagnostic;
+use crate::js::{
+    contains_match_placeholder, is_non_negative_integer, is_number, is_positive_integer,
+    is_string_array, js_trim, non_negative_integer,
+};
 
 /// Flags a rule may use.
 pub const REGEX_FLAGS: &str = "gimsu";
@@ -23,7 +23,7 @@ pub const REGEX_FLAGS: &str = "gimsu";
 /// Validates the `regex` value of a normalized stack (an object, or nothing).
 pub(crate) fn validate_regex_config(config: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
     if let Some(version) = config.get("schemaVersion") {
-        if !super::js::is_number(version, 1.0) {
+        if !is_number(version, 1.0) {
             out.push(Diagnostic::warning(
                 "Missing or unsupported regex.schemaVersion; assuming 1.",
             ));

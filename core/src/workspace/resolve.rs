@@ -48,8 +48,33 @@ fn exactly_one<T>(mut found: Vec<&T>) -> Resolved<'_, T> {
     }
 }
 
+/// Stack and profile auto-activation candidates: the project entries that ask for it; only when
+/// there are none, the global ones that ask for it and that no project entry of the same id
+/// shadows.
+fn auto_candidates<T>(entries: &[Loaded<T>], auto: impl Fn(&Loaded<T>) -> bool) -> Vec<&Loaded<T>> {
+    let project: Vec<&Loaded<T>> = entries
+        .iter()
+        .filter(|e| e.key.scope == Scope::Project && auto(e))
+        .collect();
+    if !project.is_empty() {
+        return project;
+    }
+    entries
+        .iter()
+        .filter(|e| e.key.scope == Scope::Global && auto(e))
+        .filter(|g| {
+            !entries
+                .iter()
+                .any(|p| p.key.scope == Scope::Project && p.key.id == g.key.id)
+        })
+        .collect()
+}
+
 /// Stack and profile rule: exact for a scoped selector; bare prefers any project match.
-fn resolve_shadowing<'a, T>(entries: &'a [Loaded<T>], selector: &Selector) -> Resolved<'a, Loaded<T>> {
+fn resolve_shadowing<'a, T>(
+    entries: &'a [Loaded<T>],
+    selector: &Selector,
+) -> Resolved<'a, Loaded<T>> {
     match selector {
         Selector::Scoped(key) => exactly_one(matching(entries, key.scope, &key.id)),
         Selector::Bare(id) => {
@@ -147,28 +172,7 @@ impl WorkspaceSnapshot {
 
     /// The stack that activates on its own (§1 Activation, auto-pick).
     pub fn auto_stack(&self) -> Option<&StackEntry> {
-        let auto = |e: &&StackEntry| e.parsed.stack.auto_activate();
-        let project: Vec<&StackEntry> = self
-            .stacks
-            .iter()
-            .filter(|e| e.key.scope == Scope::Project)
-            .filter(auto)
-            .collect();
-        let candidates: Vec<&StackEntry> = if project.is_empty() {
-            self.stacks
-                .iter()
-                .filter(|e| e.key.scope == Scope::Global)
-                .filter(auto)
-                .filter(|g| {
-                    !self
-                        .stacks
-                        .iter()
-                        .any(|p| p.key.scope == Scope::Project && p.key.id == g.key.id)
-                })
-                .collect()
-        } else {
-            project
-        };
+        let candidates = auto_candidates(&self.stacks, |e| e.parsed.stack.auto_activate());
         match candidates.as_slice() {
             [only] if only.usable() => Some(only),
             _ => None,
@@ -208,28 +212,9 @@ impl WorkspaceSnapshot {
 
     /// Profile auto-activation for a fresh session (A8).
     pub fn auto_profile(&self) -> AutoProfile<'_> {
-        let auto = |e: &&ProfileEntry| e.parsed.profile.auto_activate == Some(true);
-        let project: Vec<&ProfileEntry> = self
-            .profiles
-            .iter()
-            .filter(|e| e.key.scope == Scope::Project)
-            .filter(auto)
-            .collect();
-        let candidates: Vec<&ProfileEntry> = if project.is_empty() {
-            self.profiles
-                .iter()
-                .filter(|e| e.key.scope == Scope::Global)
-                .filter(auto)
-                .filter(|g| {
-                    !self
-                        .profiles
-                        .iter()
-                        .any(|p| p.key.scope == Scope::Project && p.key.id == g.key.id)
-                })
-                .collect()
-        } else {
-            project
-        };
+        let candidates = auto_candidates(&self.profiles, |e| {
+            e.parsed.profile.auto_activate == Some(true)
+        });
         AutoProfile {
             has_auto: !candidates.is_empty(),
             chosen: match candidates.as_slice() {
@@ -281,23 +266,24 @@ impl WorkspaceSnapshot {
         &self,
         selector: &Selector,
     ) -> Result<&CapabilityEntry, CapabilityResolveError> {
-        let in_scope = |key: ResourceKey| -> Option<Result<&CapabilityEntry, CapabilityResolveError>> {
-            let found = matching(&self.capabilities, key.scope, &key.id);
-            match found.as_slice() {
-                [] => None,
-                [one] if one.usable() => Some(Ok(one)),
-                [one] => Some(Err(CapabilityResolveError::Unusable {
-                    key: key.to_string(),
-                    message: one
-                        .diagnostics
-                        .iter()
-                        .find(|d| d.is_error())
-                        .map(|d| d.message.clone())
-                        .unwrap_or_default(),
-                })),
-                _ => Some(Err(CapabilityResolveError::Ambiguous(key.to_string()))),
-            }
-        };
+        let in_scope =
+            |key: ResourceKey| -> Option<Result<&CapabilityEntry, CapabilityResolveError>> {
+                let found = matching(&self.capabilities, key.scope, &key.id);
+                match found.as_slice() {
+                    [] => None,
+                    [one] if one.usable() => Some(Ok(one)),
+                    [one] => Some(Err(CapabilityResolveError::Unusable {
+                        key: key.to_string(),
+                        message: one
+                            .diagnostics
+                            .iter()
+                            .find(|d| d.is_error())
+                            .map(|d| d.message.clone())
+                            .unwrap_or_default(),
+                    })),
+                    _ => Some(Err(CapabilityResolveError::Ambiguous(key.to_string()))),
+                }
+            };
         match selector {
             Selector::Scoped(key) => in_scope(key.clone())
                 .unwrap_or_else(|| Err(CapabilityResolveError::NotFound(key.to_string()))),

@@ -431,29 +431,17 @@ impl Store for FsStore {
         let dir = self.dir_path(file.scope, file.dir)?;
         let display = target.display().to_string();
         let current = Self::current_revision(&target)?;
-        if current != expected {
-            return Err(StoreError::Conflict {
-                path: display,
-                expected: expected.to_string(),
-                current,
-            });
-        }
+        expect_revision(&display, expected, current)?;
         let temp = Self::write_temp(&dir, &file.name, bytes)?;
         if self.take_fault() == Some(Fault::CrashBeforeRename) {
             return Err(io_err(&display, std::io::Error::other("simulated crash")));
         }
         // Re-check right before the rename to keep the window for external edits small.
-        let latest = Self::current_revision(&target);
-        if latest.as_deref() != Ok(expected) {
+        let latest =
+            Self::current_revision(&target).and_then(|c| expect_revision(&display, expected, c));
+        if let Err(e) = latest {
             let _ = fs::remove_file(&temp);
-            return match latest {
-                Ok(current) => Err(StoreError::Conflict {
-                    path: display,
-                    expected: expected.to_string(),
-                    current,
-                }),
-                Err(e) => Err(e),
-            };
+            return Err(e);
         }
         if let Err(e) = fs::rename(&temp, &target) {
             let _ = fs::remove_file(&temp);
@@ -468,13 +456,7 @@ impl Store for FsStore {
         let target = self.check_safe(file)?;
         let display = target.display().to_string();
         let current = Self::current_revision(&target)?;
-        if current != expected {
-            return Err(StoreError::Conflict {
-                path: display,
-                expected: expected.to_string(),
-                current,
-            });
-        }
+        expect_revision(&display, expected, current)?;
         fs::remove_file(&target).map_err(|e| io_or_missing(&display, e))?;
         if let Ok(dir) = self.dir_path(file.scope, file.dir) {
             Self::sync_dir(&dir);
@@ -486,6 +468,20 @@ impl Store for FsStore {
         self.path(file)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| file.to_string())
+    }
+}
+
+/// The optimistic-concurrency check of `update` and `delete`: a [`StoreError::Conflict`] on `path`
+/// unless the file's `current` revision is the `expected` one.
+fn expect_revision(path: &str, expected: &str, current: String) -> Result<(), StoreError> {
+    if current == expected {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict {
+            path: path.to_string(),
+            expected: expected.to_string(),
+            current,
+        })
     }
 }
 
@@ -543,6 +539,20 @@ impl MemStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Scope, String), Vec<u8>>> {
         self.files.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// `Missing` when `key` is absent, `Conflict` when its revision is not `expected`.
+    fn expect_current(
+        files: &BTreeMap<(Scope, String), Vec<u8>>,
+        key: &(Scope, String),
+        file: &FileRef,
+        expected: &str,
+    ) -> Result<(), StoreError> {
+        let current = files
+            .get(key)
+            .map(|b| revision(b))
+            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
+        expect_revision(&file.to_string(), expected, current)
+    }
 }
 
 impl Store for MemStore {
@@ -599,17 +609,7 @@ impl Store for MemStore {
     fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError> {
         let key = (file.scope, file.relative_path());
         let mut files = self.lock();
-        let current = files
-            .get(&key)
-            .map(|b| revision(b))
-            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
-        if current != expected {
-            return Err(StoreError::Conflict {
-                path: file.to_string(),
-                expected: expected.to_string(),
-                current,
-            });
-        }
+        Self::expect_current(&files, &key, file, expected)?;
         files.insert(key, bytes.to_vec());
         Ok(revision(bytes))
     }
@@ -617,17 +617,7 @@ impl Store for MemStore {
     fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError> {
         let key = (file.scope, file.relative_path());
         let mut files = self.lock();
-        let current = files
-            .get(&key)
-            .map(|b| revision(b))
-            .ok_or_else(|| StoreError::Missing(file.to_string()))?;
-        if current != expected {
-            return Err(StoreError::Conflict {
-                path: file.to_string(),
-                expected: expected.to_string(),
-                current,
-            });
-        }
+        Self::expect_current(&files, &key, file, expected)?;
         files.remove(&key);
         Ok(())
     }
