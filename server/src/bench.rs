@@ -88,6 +88,88 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index.min(samples.len() - 1)]
+}
+
+/// A 100-item stack: blocks with templates, every built-in slot, synthetic messages, two
+/// history slots (one trimmed), regex rules in both stages.
+fn compile_stack() -> Value {
+    let mut items = Vec::new();
+    let slots = [
+        "tools", "tool-guidelines", "skills", "project-context", "date", "date-cwd", "cwd",
+        "active-model", "append-system-prompt", "pi-docs",
+    ];
+    for i in 0..100 {
+        let item = match i % 10 {
+            0 => json!({"kind": "slot", "id": format!("slot-{i}"), "role": "system", "slot": slots[(i / 10) % slots.len()]}),
+            5 if i == 55 => json!({"kind": "slot", "id": "history", "slot": "chat-history", "options": {"stripAssistantThinking": true}}),
+            7 => json!({"kind": "block", "id": format!("user-{i}"), "role": "user", "content": format!("Reminder {i}: {{{{ runtime.lastUserMessage | trim }}}}")}),
+            _ => json!({"kind": "block", "id": format!("block-{i}"), "role": "system",
+                "content": format!("Rule {i} for {{{{ parameters.audience }}}}.{{% if runtime.tool.read %}} Read before editing.{{% else %}} No reads.{{% endif %}} Tools: {{{{ runtime.selectedToolsText }}}}")}),
+        };
+        items.push(item);
+    }
+    json!({
+        "schemaVersion": 2, "id": "bench", "mode": "append",
+        "parameters": {"audience": "the main agent"},
+        "regex": {"schemaVersion": 1, "rules": [
+            {"id": "ooc", "stage": "history", "pattern": "\\s*\\(OOC:[^)]+\\)", "flags": "g", "replace": ""},
+            {"id": "redact", "stage": "compiled", "targets": ["messages", "system"], "pattern": "secret-[0-9]+", "flags": "g", "replace": "[redacted]"}
+        ]},
+        "items": items
+    })
+}
+
+fn conversation(len: usize) -> Vec<Value> {
+    (0..len)
+        .map(|i| match i % 4 {
+            0 => json!({"role": "user", "content": [{"type": "text", "text": format!("Question {i}: please look at secret-{i} (OOC: aside)")}], "timestamp": i}),
+            1 => json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Let me think about it."},
+                {"type": "text", "text": format!("I will read file {i}.")},
+                {"type": "toolCall", "id": format!("c{i}"), "name": "read", "arguments": {"path": format!("src/{i}.rs")}}
+            ], "api": "x", "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": i}),
+            2 => json!({"role": "toolResult", "toolCallId": format!("c{}", i - 1), "toolName": "read",
+                "content": [{"type": "text", "text": "fn main() {}\n".repeat(20)}], "isError": false, "timestamp": i}),
+            _ => json!({"role": "assistant", "content": [{"type": "text", "text": format!("Done with step {i}.")}], "timestamp": i}),
+        })
+        .collect()
+}
+
+fn bench_compile() -> Value {
+    use forge_core::compile::{compile, CompileInput, MacroRegistry};
+    use forge_core::runtime::{Clock, RuntimeSnapshot};
+    let parsed = forge_core::stack::parse_stack_value(compile_stack(), &forge_core::stack::ParseOptions::new("bench.json"));
+    let mut runtime = RuntimeSnapshot::default_snapshot("/home/user/project", Clock::utc(1_781_341_687_000));
+    runtime.messages = conversation(1000);
+    let macros = MacroRegistry::new();
+    let input = CompileInput::new(Some(&parsed.stack), &runtime, &macros);
+    let mut samples = Vec::new();
+    let mut messages = 0;
+    for _ in 0..5 {
+        std::hint::black_box(compile(&input)); // warm-up
+    }
+    for _ in 0..200 {
+        let start = Instant::now();
+        let compiled = compile(std::hint::black_box(&input));
+        samples.push(start.elapsed());
+        messages = compiled.messages.len();
+    }
+    json!({
+        "items": parsed.stack.items().len(),
+        "conversation": 1000,
+        "outputMessages": messages,
+        "stackErrors": parsed.diagnostics.iter().filter(|d| d.is_error()).count(),
+        "runs": samples.len(),
+        "p50Ms": ms(percentile(&mut samples, 0.5)),
+        "p90Ms": ms(percentile(&mut samples, 0.9)),
+        "targetP50Ms": 2,
+    })
+}
+
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
@@ -144,6 +226,7 @@ pub fn run(stacks: usize) -> Result<()> {
             "bestMs": ms(best),
             "targetMs": 1000,
         },
+        "compile": bench_compile(),
         "fingerprint": {
             "canonicalBytes": forge_core::canonical::canonical(&value).len(),
             "perSecond": per_sec.round(),
