@@ -174,7 +174,23 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-pub fn run(stacks: usize) -> Result<()> {
+pub fn run(stacks: usize, only: &[String]) -> Result<()> {
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    let mut report = serde_json::Map::new();
+    if wanted("workspace") {
+        report.insert("workspaceLoad".into(), bench_workspace(stacks)?);
+    }
+    if wanted("compile") {
+        report.insert("compile".into(), bench_compile());
+    }
+    if wanted("fingerprint") {
+        report.insert("fingerprint".into(), bench_fingerprint());
+    }
+    print!("{}", json::to_pretty(&Value::Object(report)));
+    Ok(())
+}
+
+fn bench_workspace(stacks: usize) -> Result<Value> {
     let temp = TempDir::new()?;
     let project = temp.0.join("project");
     let global = temp.0.join("global");
@@ -204,6 +220,19 @@ pub fn run(stacks: usize) -> Result<()> {
     let best = samples.iter().min().copied().unwrap_or_default();
     let load_median = median(samples);
 
+    Ok(json!({
+        "stacks": stacks,
+        "files": loaded,
+        "bytes": bytes,
+        "errors": errors,
+        "runs": 5,
+        "medianMs": ms(load_median),
+        "bestMs": ms(best),
+        "targetMs": 1000,
+    }))
+}
+
+fn bench_fingerprint() -> Value {
     let value = sample_stack(7);
     let start = Instant::now();
     let mut count = 0u64;
@@ -214,24 +243,8 @@ pub fn run(stacks: usize) -> Result<()> {
         count += 100;
     }
     let per_sec = count as f64 / start.elapsed().as_secs_f64();
-
-    let report = json!({
-        "workspaceLoad": {
-            "stacks": stacks,
-            "files": loaded,
-            "bytes": bytes,
-            "errors": errors,
-            "runs": 5,
-            "medianMs": ms(load_median),
-            "bestMs": ms(best),
-            "targetMs": 1000,
-        },
-        "compile": bench_compile(),
-        "fingerprint": {
-            "canonicalBytes": forge_core::canonical::canonical(&value).len(),
-            "perSecond": per_sec.round(),
-        }
-    });
-    print!("{}", json::to_pretty(&report));
-    Ok(())
+    json!({
+        "canonicalBytes": forge_core::canonical::canonical(&value).len(),
+        "perSecond": per_sec.round(),
+    })
 }

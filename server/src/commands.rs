@@ -42,8 +42,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { stacks, json: _ } => {
-            crate::bench::run(stacks)?;
+        Command::Bench {
+            stacks,
+            only,
+            json: _,
+        } => {
+            crate::bench::run(stacks, &only)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -91,8 +91,8 @@ pub(crate) fn pipeline(
 
     // 5. Assistant thinking.
     if flag(options, "stripAssistantThinking") {
-        let stripped = strip_parts(messages, |message, part| {
-            role(message) == "assistant" && part_type(part) == "thinking"
+        let stripped = strip_parts(messages, |role, part| {
+            role == "assistant" && part_type(part) == "thinking"
         });
         messages = stripped.messages;
         if stripped.parts > 0 {
@@ -188,7 +188,7 @@ struct Stripped {
 
 /// Removes the content parts `remove` selects from every message with array content; a message
 /// whose content becomes empty is dropped. Untouched messages are moved through as they are.
-fn strip_parts(messages: Vec<Value>, remove: impl Fn(&Value, &Value) -> bool) -> Stripped {
+fn strip_parts(messages: Vec<Value>, remove: impl Fn(&str, &Value) -> bool) -> Stripped {
     let mut out = Stripped {
         messages: Vec::with_capacity(messages.len()),
         parts: 0,
@@ -196,8 +196,9 @@ fn strip_parts(messages: Vec<Value>, remove: impl Fn(&Value, &Value) -> bool) ->
         dropped: 0,
     };
     for mut message in messages {
+        let message_role = role(&message).to_string();
         let removed = match message.get("content").and_then(Value::as_array) {
-            Some(parts) => parts.iter().filter(|p| remove(&message, p)).count(),
+            Some(parts) => parts.iter().filter(|p| remove(&message_role, p)).count(),
             None => 0,
         };
         if removed == 0 {
@@ -206,10 +207,9 @@ fn strip_parts(messages: Vec<Value>, remove: impl Fn(&Value, &Value) -> bool) ->
         }
         out.parts += removed;
         out.touched += 1;
-        let snapshot = message.clone();
         let mut empty = false;
         if let Some(Value::Array(parts)) = message.get_mut("content") {
-            parts.retain(|p| !remove(&snapshot, p));
+            parts.retain(|p| !remove(&message_role, p));
             empty = parts.is_empty();
         }
         if empty {
@@ -269,8 +269,8 @@ fn repair_tool_pairs(
         })
         .collect();
     let results = before - messages.len();
-    let stripped = strip_parts(messages, |message, part| {
-        role(message) != "toolResult"
+    let stripped = strip_parts(messages, |role, part| {
+        role != "toolResult"
             && part_type(part) == "toolCall"
             && !call_id(part).is_some_and(|id| result_ids.contains(&id))
     });

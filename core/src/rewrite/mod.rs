@@ -109,6 +109,9 @@ pub struct Rule {
     pub max_depth: Option<usize>,
     /// `replace` with `$0` read as `$&`, for the native path.
     native_template: String,
+    /// A literal every match must contain (see [`text::required_literal`]); a text without it
+    /// cannot match, so the regex engine is not run on it.
+    required: Option<String>,
 }
 
 impl Rule {
@@ -189,6 +192,7 @@ fn read_rule(raw: &Map<String, Value>) -> Result<Option<Rule>, Diagnostic> {
         regex,
         global: flags.contains('g'),
         native_template: text::rewrite_dollar_zero(&replace),
+        required: text::required_literal(pattern, flags),
         replace,
         trim_strings: string_list(raw.get("trimStrings")),
         roles: string_list(raw.get("roles")),
@@ -245,6 +249,13 @@ fn count(value: Option<&Value>, valid: fn(&Value) -> bool) -> Option<usize> {
 struct Stats {
     matches: usize,
     changed_segments: usize,
+}
+
+impl Rule {
+    /// A literal every match contains, if one was derived from the pattern.
+    pub(crate) fn required_literal(&self) -> Option<&str> {
+        self.required.as_deref()
+    }
 }
 
 impl Stats {
@@ -445,7 +456,9 @@ fn transform_message(message: &mut Value, rule: &Rule, stats: &mut Stats) -> boo
 }
 
 fn edit_string(text: &mut String, rule: &Rule, stats: &mut Stats) -> bool {
-    let edit = apply_to_text(rule, text);
+    let Some(edit) = text::apply_if_matched(rule, text) else {
+        return false;
+    };
     stats.add(&edit);
     if edit.changed {
         *text = edit.text;

@@ -35,15 +35,25 @@ pub struct TextEdit {
 ///   rules, after `$0` (not followed by a digit) is read as `$&`. With `trimStrings` the custom
 ///   expander runs instead.
 pub fn apply_to_text(rule: &Rule, text: &str) -> TextEdit {
+    apply_if_matched(rule, text).unwrap_or_else(|| TextEdit {
+        text: text.to_string(),
+        matches: 0,
+        changed: false,
+    })
+}
+
+/// [`apply_to_text`], but `None` (and no allocation) when the rule does not match at all.
+pub(crate) fn apply_if_matched(rule: &Rule, text: &str) -> Option<TextEdit> {
     let cut = scope_start(text, rule.max_chars);
     let (head, body) = text.split_at(cut);
+    if let Some(literal) = rule.required_literal() {
+        if !body.contains(literal) {
+            return None;
+        }
+    }
     let found = find_matches(&rule.regex, body, rule.global);
     if found.is_empty() {
-        return TextEdit {
-            text: text.to_string(),
-            matches: 0,
-            changed: false,
-        };
+        return None;
     }
     let trims = rule.trim_strings.as_deref().filter(|t| !t.is_empty());
     let mut out = String::with_capacity(text.len() + rule.replace.len());
@@ -59,11 +69,11 @@ pub fn apply_to_text(rule: &Rule, text: &str) -> TextEdit {
     }
     out.push_str(&body[last..]);
     let changed = out != text;
-    TextEdit {
+    Some(TextEdit {
         text: out,
         matches: found.len(),
         changed,
-    }
+    })
 }
 
 /// Byte offset where the `maxChars` scope begins: the first character boundary at or after
@@ -308,4 +318,162 @@ fn expand_trimmed(template: &str, subject: &str, m: &Match, trims: &[String], ou
         }
     }
     out.push_str(&template[i..]);
+}
+
+/// Where an escape `\e` that is not an escaped metacharacter ends (its argument included):
+/// `\u` + 4 hex or `\u{…}`, `\x` + 2 hex, `\c` + letter, `\k<name>`, `\p{…}`, `\12`.
+fn escape_end(chars: &[char], after: usize, e: char) -> usize {
+    let until = |close: char| {
+        chars[after..]
+            .iter()
+            .position(|&c| c == close)
+            .map_or(chars.len(), |p| after + p + 1)
+    };
+    match e {
+        'u' if chars.get(after) == Some(&'{') => until('}'),
+        'u' => (after + 4).min(chars.len()),
+        'x' => (after + 2).min(chars.len()),
+        'c' => (after + 1).min(chars.len()),
+        'k' if chars.get(after) == Some(&'<') => until('>'),
+        'p' | 'P' if chars.get(after) == Some(&'{') => until('}'),
+        '0'..='9' => {
+            chars[after..]
+                .iter()
+                .position(|c| !c.is_ascii_digit())
+                .map_or(chars.len(), |p| after + p)
+        }
+        _ => after,
+    }
+}
+
+/// A literal that every match of `pattern` must contain, when one is easy to prove; used to skip
+/// the regex engine on texts that cannot match.
+///
+/// Conservative by construction: nothing is derived from a pattern with `|` anywhere or with the
+/// `i` flag; only characters at nesting depth 0 (outside groups, lookarounds and classes) count;
+/// an escape other than an escaped metacharacter ends a run (classes, backreferences, `\b`, `\u…`);
+/// a character followed by `*`, `?` or `{` is optional and ends the run before it. The longest run
+/// wins; runs shorter than two characters are not worth a scan.
+pub(crate) fn required_literal(pattern: &str, flags: &str) -> Option<String> {
+    if flags.contains('i') || pattern.contains('|') {
+        return None;
+    }
+    const META: &str = "^$\\.*+?()[]{}|/-";
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut best = String::new();
+    let mut run = String::new();
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut i = 0;
+    let flush = |run: &mut String, best: &mut String| {
+        if run.chars().count() > best.chars().count() {
+            *best = run.clone();
+        }
+        run.clear();
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        // What this atom is: Some(literal char) or None (anything else), and how far it reaches.
+        let (atom, next): (Option<char>, usize) = if in_class {
+            match c {
+                '\\' => (None, i + 2),
+                ']' => {
+                    in_class = false;
+                    (None, i + 1)
+                }
+                _ => (None, i + 1),
+            }
+        } else {
+            match c {
+                '\\' => match chars.get(i + 1) {
+                    Some(&e) if META.contains(e) => (Some(e), i + 2),
+                    Some(&e) => (None, escape_end(&chars, i + 2, e)),
+                    None => (None, i + 1),
+                },
+                '[' => {
+                    in_class = true;
+                    (None, i + 1)
+                }
+                '(' => {
+                    depth += 1;
+                    (None, i + 1)
+                }
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    (None, i + 1)
+                }
+                '^' | '$' | '.' | '*' | '+' | '?' | '{' | '}' => (None, i + 1),
+                _ => (Some(c), i + 1),
+            }
+        };
+        let quantified_optional = matches!(chars.get(next), Some('*' | '?' | '{'));
+        match atom {
+            Some(ch) if depth == 0 && !quantified_optional => {
+                run.push(ch);
+                // `x+` still needs one `x`, but nothing after it is adjacent for sure.
+                if chars.get(next) == Some(&'+') {
+                    flush(&mut run, &mut best);
+                }
+            }
+            _ => flush(&mut run, &mut best),
+        }
+        i = next;
+    }
+    flush(&mut run, &mut best);
+    (best.chars().count() >= 2).then_some(best)
+}
+
+#[cfg(test)]
+mod literal_tests {
+    use super::required_literal;
+
+    #[test]
+    fn derives_only_provable_literals() {
+        let cases = [
+            (r"\s*\(OOC:[^)]+\)", "", Some("(OOC:")),
+            (r"secret-[0-9]+", "g", Some("secret-")),
+            (r"Name: (\w+)", "g", Some("Name: ")),
+            (r"colou?r", "", Some("colo")),
+            (r"ab+c", "", Some("ab")),
+            (r"a|bcd", "", None),
+            (r"Hello", "gi", None),
+            (r"(?<=abc)def", "", Some("def")),
+            (r"x*", "g", None),
+            (r"\bword\b", "", Some("word")),
+            (r"a{2}bc", "", Some("bc")),
+            (r"[abc]def", "", Some("def")),
+            (r"(abc)", "", None),
+            (r"\u0041BC", "u", Some("BC")),
+        ];
+        for (pattern, flags, expected) in cases {
+            assert_eq!(required_literal(pattern, flags).as_deref(), expected, "{pattern}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod literal_properties {
+    use super::{find_matches, required_literal};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Soundness of the prefilter: when a text lacks the derived literal, the regex engine
+        /// finds no match either.
+        #[test]
+        fn a_text_without_the_literal_never_matches(
+            pattern in r"([ab:()\[\]\\*+?.{}0-9|^$-]|\\[sdwb(.)]|\(\?[:=!]){1,12}",
+            flags in "[gmsu]{0,2}",
+            text in "[ab:()\\[\\] 0-9.-]{0,24}",
+        ) {
+            let Ok(regex) = crate::stack::compile_pattern(&pattern, &flags) else {
+                return Ok(());
+            };
+            if let Some(literal) = required_literal(&pattern, &flags) {
+                if !text.contains(&literal) {
+                    prop_assert!(find_matches(&regex, &text, true).is_empty(),
+                        "pattern {pattern:?} literal {literal:?} matched {text:?}");
+                }
+            }
+        }
+    }
 }
