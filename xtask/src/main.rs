@@ -568,15 +568,13 @@ fn ci(ctx: &Ctx) -> Result {
         run(ctx.cargo().args(["fmt", "--all", "--", "--check"]))
             .map_err(|f| with_hint(f, "run `cargo fmt --all` and commit the result"))
     })?;
+    // Host builds and tests select the default members (no `--workspace`): that flag would
+    // add forge-web and compile Leptos for the host, and the e2e tests build pi-forge with
+    // the same selection so cargo's feature unification matches (see e2e/tests/support).
     stage("clippy", &mut || {
-        run(ctx.cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))
+        run(ctx
+            .cargo()
+            .args(["clippy", "--all-targets", "--", "-D", "warnings"]))
     })?;
     stage("clippy web (wasm32)", &mut || {
         run(ctx.cargo().args([
@@ -611,16 +609,12 @@ fn ci(ctx: &Ctx) -> Result {
         .is_ok_and(|s| s.success());
     if nextest {
         // nextest does not run doctests; run them first so the test summary comes last.
-        stage("doctests", &mut || {
-            run(ctx.cargo().args(["test", "--workspace", "--doc"]))
-        })?;
+        stage("doctests", &mut || run(ctx.cargo().args(["test", "--doc"])))?;
         stage("tests (nextest)", &mut || {
-            run(ctx.cargo().args(["nextest", "run", "--workspace"]))
+            run(ctx.cargo().args(["nextest", "run"]))
         })?;
     } else {
-        stage("tests", &mut || {
-            run(ctx.cargo().args(["test", "--workspace"]))
-        })?;
+        stage("tests", &mut || run(ctx.cargo().args(["test"])))?;
     }
 
     let mut summary = String::new();

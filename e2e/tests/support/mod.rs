@@ -99,19 +99,19 @@ fn workspace_root() -> &'static Path {
 
 /// The `pi-forge` binary, built (or found up to date) once per test process.
 ///
-/// `CARGO_BIN_EXE_*` only exists for a package's own binaries, so this asks cargo: it builds
-/// with the test's profile and target directory and reports the executable's path.
+/// `CARGO_BIN_EXE_*` only exists for a package's own binaries, so this asks cargo for the
+/// executable. It runs `cargo test --no-run` over the default members, the same selection as
+/// `cargo test` / `cargo xtask ci`: cargo unifies features per selection, so building just
+/// `-p pi-forge` would compile a second variant of tokio, axum and the binary (~45 s) and
+/// replace target/debug/pi-forge with it. After a workspace test build this is a no-op.
 pub fn pi_forge_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(workspace_root()).args([
-            "build",
-            "-p",
-            "pi-forge",
-            "--bin",
-            "pi-forge",
+            "test",
+            "--no-run",
             "--message-format=json-render-diagnostics",
         ]);
         if !cfg!(debug_assertions) {
@@ -126,7 +126,10 @@ pub fn pi_forge_binary() -> &'static Path {
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
             .filter(|msg| {
-                msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "pi-forge"
+                msg["reason"] == "compiler-artifact"
+                    && msg["target"]["name"] == "pi-forge"
+                    && msg["target"]["kind"][0] == "bin"
+                    && msg["profile"]["test"] == false
             })
             .find_map(|msg| msg["executable"].as_str().map(PathBuf::from))
             .unwrap_or_else(|| panic!("{cmd:?} reported no pi-forge executable"))
