@@ -50,8 +50,7 @@ pub fn revision(bytes: &[u8]) -> String {
 
 /// True for `^sha256:v1:[a-f0-9]{64}$`.
 pub fn is_fingerprint(text: &str) -> bool {
-    text.strip_prefix(FINGERPRINT_PREFIX)
-        .is_some_and(is_hex64)
+    text.strip_prefix(FINGERPRINT_PREFIX).is_some_and(is_hex64)
 }
 
 /// True for `^sha256:[a-f0-9]{64}$`.

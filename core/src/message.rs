@@ -31,7 +31,9 @@ pub fn content_to_text(content: &Value) -> String {
                             .map(|t| format!("<thinking>\n{t}\n</thinking>")),
                         "toolCall" => Some(format!(
                             "[toolCall: {}]",
-                            part.get("name").and_then(Value::as_str).unwrap_or("unknown")
+                            part.get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("unknown")
                         )),
                         "image" => Some("[image]".to_string()),
                         _ => None,
@@ -59,7 +61,10 @@ pub fn preview_text(message: &Value) -> String {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        _ => message.get("content").map(content_to_text).unwrap_or_default(),
+        _ => message
+            .get("content")
+            .map(content_to_text)
+            .unwrap_or_default(),
     }
 }
 

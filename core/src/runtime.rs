@@ -155,12 +155,7 @@ impl Clock {
     /// UTC ISO-8601 with milliseconds (`2026-06-13T09:08:07.000Z`), like `Date.toISOString`.
     pub fn iso_utc(&self) -> String {
         let t = civil_from_epoch_ms(self.epoch_ms);
-        format!(
-            "{}T{}.{:03}Z",
-            t.date_text(),
-            t.time_text(),
-            t.millisecond
-        )
+        format!("{}T{}.{:03}Z", t.date_text(), t.time_text(), t.millisecond)
     }
 }
 
@@ -250,7 +245,8 @@ impl RuntimeSnapshot {
 }
 
 /// The stand-in for Pi's base system prompt when no live session is connected.
-pub const DEFAULT_BASE_PROMPT: &str = "(Pi's base system prompt: connect a live Pi session to see the real text.)";
+pub const DEFAULT_BASE_PROMPT: &str =
+    "(Pi's base system prompt: connect a live Pi session to see the real text.)";
 
 #[cfg(test)]
 mod tests {
@@ -266,13 +262,19 @@ mod tests {
         assert_eq!(Clock::utc(0).iso_utc(), "1970-01-01T00:00:00.000Z");
         assert_eq!(Clock::utc(-1).iso_utc(), "1969-12-31T23:59:59.999Z");
         let leap = Clock::from_local((2024, 2, 29), (23, 59, 59), -300).local();
-        assert_eq!((leap.date_text(), leap.time_text()), ("2024-02-29".to_string(), "23:59:59".to_string()));
+        assert_eq!(
+            (leap.date_text(), leap.time_text()),
+            ("2024-02-29".to_string(), "23:59:59".to_string())
+        );
     }
 
     #[test]
     fn default_snapshot_has_pi_builtins() {
         let snap = RuntimeSnapshot::default_snapshot("/w", Clock::utc(0));
-        assert_eq!(snap.active_tool_names(), vec!["read", "bash", "edit", "write"]);
+        assert_eq!(
+            snap.active_tool_names(),
+            vec!["read", "bash", "edit", "write"]
+        );
         assert_eq!(
             snap.registered_tool_names(),
             vec!["read", "bash", "edit", "write", "grep", "find", "ls"]

@@ -106,12 +106,30 @@ fn resolved_key(snapshot: &WorkspaceSnapshot, selector: &str) -> Option<String> 
 #[test]
 fn v2_project_shadows_global_and_scoped_selectors_are_exact() {
     let f = Fixture::new();
-    f.stack(Scope::Global, "reviewer.json", &stack_json("reviewer", r#","name":"g""#));
-    f.stack(Scope::Project, "reviewer.json", &stack_json("reviewer", r#","name":"p""#));
+    f.stack(
+        Scope::Global,
+        "reviewer.json",
+        &stack_json("reviewer", r#","name":"g""#),
+    );
+    f.stack(
+        Scope::Project,
+        "reviewer.json",
+        &stack_json("reviewer", r#","name":"p""#),
+    );
     let ws = f.load();
-    assert_eq!(resolved_key(&ws, "reviewer").as_deref(), Some("project:reviewer@p"));
-    assert_eq!(resolved_key(&ws, "global:reviewer").as_deref(), Some("global:reviewer@g"));
-    let effective: Vec<String> = ws.effective_stacks().iter().map(|e| e.key.to_string()).collect();
+    assert_eq!(
+        resolved_key(&ws, "reviewer").as_deref(),
+        Some("project:reviewer@p")
+    );
+    assert_eq!(
+        resolved_key(&ws, "global:reviewer").as_deref(),
+        Some("global:reviewer@g")
+    );
+    let effective: Vec<String> = ws
+        .effective_stacks()
+        .iter()
+        .map(|e| e.key.to_string())
+        .collect();
     assert_eq!(effective, vec!["project:reviewer"]);
 }
 
@@ -124,11 +142,18 @@ fn v2_two_project_copies_resolve_to_nothing_and_invalid_still_shadows() {
     let ws = f.load();
     assert_eq!(resolved_key(&ws, "reviewer"), None);
     assert_eq!(resolved_key(&ws, "project:reviewer"), None);
-    assert_eq!(resolved_key(&ws, "global:reviewer").as_deref(), Some("global:reviewer@"));
+    assert_eq!(
+        resolved_key(&ws, "global:reviewer").as_deref(),
+        Some("global:reviewer@")
+    );
 
     let f = Fixture::new();
     f.stack(Scope::Global, "reviewer.json", &stack_json("reviewer", ""));
-    f.stack(Scope::Project, "reviewer.json", r#"{"id":"reviewer","items":"nope"}"#);
+    f.stack(
+        Scope::Project,
+        "reviewer.json",
+        r#"{"id":"reviewer","items":"nope"}"#,
+    );
     let ws = f.load();
     let found = ws.resolve_stack(&sel("reviewer")).found().unwrap();
     assert_eq!(found.key, ResourceKey::new(Scope::Project, "reviewer"));
@@ -138,9 +163,17 @@ fn v2_two_project_copies_resolve_to_nothing_and_invalid_still_shadows() {
 #[test]
 fn v3_legacy_file_with_same_name_is_shadowed() {
     let f = Fixture::new();
-    f.write(Scope::Project, ".pi/prompt-stacks/default.json", &stack_json("legacy", ""));
+    f.write(
+        Scope::Project,
+        ".pi/prompt-stacks/default.json",
+        &stack_json("legacy", ""),
+    );
     f.stack(Scope::Project, "default.json", &stack_json("primary", ""));
-    f.write(Scope::Project, ".pi/prompt-stacks/old.json", &stack_json("old", ""));
+    f.write(
+        Scope::Project,
+        ".pi/prompt-stacks/old.json",
+        &stack_json("old", ""),
+    );
     let ws = f.load();
     let ids: Vec<&str> = ws.stacks.iter().map(|e| e.key.id.as_str()).collect();
     assert_eq!(ids, vec!["primary", "old"]);
@@ -151,7 +184,11 @@ fn v3_legacy_file_with_same_name_is_shadowed() {
 #[test]
 fn v4_duplicate_ids_in_one_scope() {
     let f = Fixture::new();
-    f.stack(Scope::Project, "a.json", &stack_json("same", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "a.json",
+        &stack_json("same", r#","autoActivate":true"#),
+    );
     f.stack(Scope::Project, "b.json", &stack_json("same", ""));
     f.stack(Scope::Global, "same.json", &stack_json("same", ""));
     let ws = f.load();
@@ -159,7 +196,11 @@ fn v4_duplicate_ids_in_one_scope() {
     for entry in ws.stacks.iter().filter(|e| e.key.scope == Scope::Project) {
         assert_eq!(messages(&entry.diagnostics), vec![expected.to_string()]);
     }
-    let global = ws.stacks.iter().find(|e| e.key.scope == Scope::Global).unwrap();
+    let global = ws
+        .stacks
+        .iter()
+        .find(|e| e.key.scope == Scope::Global)
+        .unwrap();
     assert_eq!(global.diagnostics, vec![]);
     assert!(ws.default_stack(None).is_none());
 }
@@ -167,25 +208,53 @@ fn v4_duplicate_ids_in_one_scope() {
 #[test]
 fn v5_auto_activation() {
     let f = Fixture::new();
-    f.stack(Scope::Project, "p.json", &stack_json("p", r#","autoActivate":true"#));
-    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "p.json",
+        &stack_json("p", r#","autoActivate":true"#),
+    );
+    f.stack(
+        Scope::Global,
+        "g.json",
+        &stack_json("g", r#","autoActivate":true"#),
+    );
     assert_eq!(f.load().auto_stack().unwrap().key.to_string(), "project:p");
 
-    f.stack(Scope::Project, "p2.json", &stack_json("p2", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "p2.json",
+        &stack_json("p2", r#","autoActivate":true"#),
+    );
     assert!(f.load().auto_stack().is_none());
 
     let f = Fixture::new();
-    f.stack(Scope::Project, "broken.json", r#"{"id":"broken","autoActivate":true,"items":"x"}"#);
-    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "broken.json",
+        r#"{"id":"broken","autoActivate":true,"items":"x"}"#,
+    );
+    f.stack(
+        Scope::Global,
+        "g.json",
+        &stack_json("g", r#","autoActivate":true"#),
+    );
     assert!(f.load().auto_stack().is_none());
 
     // A global auto stack shadowed by a project stack of the same id is not a candidate.
     let f = Fixture::new();
     f.stack(Scope::Project, "g.json", &stack_json("g", ""));
-    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Global,
+        "g.json",
+        &stack_json("g", r#","autoActivate":true"#),
+    );
     assert!(f.load().auto_stack().is_none());
     let f = Fixture::new();
-    f.stack(Scope::Global, "g.json", &stack_json("g", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Global,
+        "g.json",
+        &stack_json("g", r#","autoActivate":true"#),
+    );
     assert_eq!(f.load().auto_stack().unwrap().key.to_string(), "global:g");
 }
 
@@ -193,7 +262,11 @@ fn v5_auto_activation() {
 fn v6_default_choice() {
     let f = Fixture::new();
     f.stack(Scope::Project, "default.json", &stack_json("default", ""));
-    f.stack(Scope::Project, "other.json", &stack_json("other", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "other.json",
+        &stack_json("other", r#","autoActivate":true"#),
+    );
     let ws = f.load();
     assert_eq!(ws.default_stack(None).unwrap().key.id, "other");
     let default = ws.stacks.iter().find(|e| e.key.id == "default").unwrap();
@@ -206,16 +279,27 @@ fn v6_default_choice() {
 
     let f = Fixture::new();
     f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
-    f.stack(Scope::Project, "good.json", &stack_json("good", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "good.json",
+        &stack_json("good", r#","autoActivate":true"#),
+    );
     let ws = f.load();
     assert_eq!(ws.default_stack(Some("bad")).unwrap().key.id, "good");
-    assert_eq!(ws.default_stack(Some("project:good")).unwrap().key.id, "good");
+    assert_eq!(
+        ws.default_stack(Some("project:good")).unwrap().key.id,
+        "good"
+    );
 }
 
 #[test]
 fn v7_restore_persisted_choice() {
     let f = Fixture::new();
-    f.stack(Scope::Project, "worker.json", &stack_json("worker", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "worker.json",
+        &stack_json("worker", r#","autoActivate":true"#),
+    );
     f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
     let ws = f.load();
     match ws.restore_stack("project:missing") {
@@ -228,21 +312,35 @@ fn v7_restore_persisted_choice() {
         other => panic!("unexpected {other:?}"),
     }
     // Legacy bare ids resolve as bare selectors.
-    assert!(matches!(ws.restore_stack("worker"), RestoredStack::Restored(_)));
+    assert!(matches!(
+        ws.restore_stack("worker"),
+        RestoredStack::Restored(_)
+    ));
     assert_eq!(ws.restore_stack("none"), RestoredStack::Disabled);
 
     let f = Fixture::new();
     f.stack(Scope::Project, "x.json", &stack_json("x", ""));
-    assert_eq!(f.load().restore_stack("project:missing"), RestoredStack::Fallback(None));
+    assert_eq!(
+        f.load().restore_stack("project:missing"),
+        RestoredStack::Fallback(None)
+    );
 }
 
 #[test]
 fn untrusted_project_shows_global_only() {
     let f = Fixture::new();
-    f.stack(Scope::Project, "p.json", &stack_json("p", r#","autoActivate":true"#));
+    f.stack(
+        Scope::Project,
+        "p.json",
+        &stack_json("p", r#","autoActivate":true"#),
+    );
     f.stack(Scope::Global, "g.json", &stack_json("g", ""));
     f.profile(Scope::Project, "pp.json", r#"{"schemaVersion":1,"type":"pi-forge.agent-profile","id":"pp","model":{"provider":"a","id":"b"},"thinkingLevel":"off","promptStack":null}"#);
-    f.write(Scope::Project, ".pi/forge/config.json", r#"{"webEditor":{"port":4000}}"#);
+    f.write(
+        Scope::Project,
+        ".pi/forge/config.json",
+        r#"{"webEditor":{"port":4000}}"#,
+    );
     let ws = f.load_with(false);
     assert!(!ws.trusted);
     let keys: Vec<String> = ws.stacks.iter().map(|e| e.key.to_string()).collect();
@@ -273,8 +371,16 @@ fn f9_f10_profile_duplicates_and_auto_conflicts() {
     }
 
     let f = Fixture::new();
-    f.profile(Scope::Project, "one.json", &profile_json("one", r#","autoActivate":true"#, "null"));
-    f.profile(Scope::Project, "two.json", &profile_json("two", r#","autoActivate":true"#, "null"));
+    f.profile(
+        Scope::Project,
+        "one.json",
+        &profile_json("one", r#","autoActivate":true"#, "null"),
+    );
+    f.profile(
+        Scope::Project,
+        "two.json",
+        &profile_json("two", r#","autoActivate":true"#, "null"),
+    );
     let ws = f.load();
     for entry in &ws.profiles {
         let auto: Vec<&str> = entry
@@ -296,15 +402,27 @@ fn f9_f10_profile_duplicates_and_auto_conflicts() {
 #[test]
 fn f11_global_auto_profile_shadowed_by_project_id() {
     let f = Fixture::new();
-    f.profile(Scope::Global, "reviewer.json", &profile_json("reviewer", r#","autoActivate":true"#, "null"));
-    f.profile(Scope::Project, "reviewer.json", &profile_json("reviewer", "", "null"));
+    f.profile(
+        Scope::Global,
+        "reviewer.json",
+        &profile_json("reviewer", r#","autoActivate":true"#, "null"),
+    );
+    f.profile(
+        Scope::Project,
+        "reviewer.json",
+        &profile_json("reviewer", "", "null"),
+    );
     let ws = f.load();
     let auto = ws.auto_profile();
     assert!(auto.chosen.is_none());
     assert!(!auto.has_auto);
 
     let f = Fixture::new();
-    f.profile(Scope::Global, "reviewer.json", &profile_json("reviewer", r#","autoActivate":true"#, "null"));
+    f.profile(
+        Scope::Global,
+        "reviewer.json",
+        &profile_json("reviewer", r#","autoActivate":true"#, "null"),
+    );
     let ws = f.load();
     let auto = ws.auto_profile();
     assert_eq!(auto.chosen.unwrap().key.to_string(), "global:reviewer");
@@ -315,8 +433,16 @@ fn f11_global_auto_profile_shadowed_by_project_id() {
 fn f13_profile_stack_references_are_scope_relative() {
     let f = Fixture::new();
     f.stack(Scope::Global, "shared.json", &stack_json("shared", ""));
-    f.profile(Scope::Project, "bare.json", &profile_json("bare", "", r#""shared""#));
-    f.profile(Scope::Project, "scoped.json", &profile_json("scoped", "", r#""global:shared""#));
+    f.profile(
+        Scope::Project,
+        "bare.json",
+        &profile_json("bare", "", r#""shared""#),
+    );
+    f.profile(
+        Scope::Project,
+        "scoped.json",
+        &profile_json("scoped", "", r#""global:shared""#),
+    );
     let ws = f.load();
     let bare = ws.resolve_profile(&sel("bare")).found().unwrap();
     assert_eq!(
@@ -336,14 +462,24 @@ fn f13_profile_stack_references_are_scope_relative() {
 }
 
 fn capability_json(id: &str, content: &str) -> String {
-    format!(r#"{{"schemaVersion":1,"type":"pi-forge.capability","id":"{id}","content":"{content}"}}"#)
+    format!(
+        r#"{{"schemaVersion":1,"type":"pi-forge.capability","id":"{id}","content":"{content}"}}"#
+    )
 }
 
 #[test]
 fn f28_f29_capability_resolution_never_falls_back_past_a_bad_project_copy() {
     let f = Fixture::new();
-    f.capability(Scope::Project, "review.json", r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":""}"#);
-    f.capability(Scope::Global, "review.json", &capability_json("review", "Review."));
+    f.capability(
+        Scope::Project,
+        "review.json",
+        r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":""}"#,
+    );
+    f.capability(
+        Scope::Global,
+        "review.json",
+        &capability_json("review", "Review."),
+    );
     f.stack(
         Scope::Project,
         "worker.json",
@@ -351,7 +487,11 @@ fn f28_f29_capability_resolution_never_falls_back_past_a_bad_project_copy() {
     );
     let ws = f.load();
     let err = ws.resolve_capability(&sel("review")).unwrap_err();
-    assert!(err.to_string().starts_with("Capability project:review is not usable: "), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("Capability project:review is not usable: "),
+        "{err}"
+    );
     let worker = ws.resolve_stack(&sel("worker")).found().unwrap();
     let binding_warnings: Vec<&str> = worker
         .diagnostics
@@ -363,14 +503,23 @@ fn f28_f29_capability_resolution_never_falls_back_past_a_bad_project_copy() {
     assert!(binding_warnings[0].starts_with("Capability binding review at index 0 does not resolve: Capability project:review is not usable"));
 
     let f = Fixture::new();
-    f.capability(Scope::Global, "review.json", &capability_json("review", "Review."));
+    f.capability(
+        Scope::Global,
+        "review.json",
+        &capability_json("review", "Review."),
+    );
     let ws = f.load();
     assert_eq!(
-        ws.resolve_capability(&sel("review")).unwrap().key.to_string(),
+        ws.resolve_capability(&sel("review"))
+            .unwrap()
+            .key
+            .to_string(),
         "global:review"
     );
     assert_eq!(
-        ws.resolve_capability(&sel("project:review")).unwrap_err().to_string(),
+        ws.resolve_capability(&sel("project:review"))
+            .unwrap_err()
+            .to_string(),
         "Capability not found: project:review."
     );
 }
@@ -382,12 +531,26 @@ fn bad_files_become_fault_entries_not_failures() {
     let path = f.project.join(".pi/forge/prompt-stacks/binary.json");
     std::fs::write(&path, b"{\"id\":\"\xff\xfe\"}").unwrap();
     let ws = f.load();
-    let broken = ws.stacks.iter().find(|e| e.file.name() == "broken.json").unwrap();
+    let broken = ws
+        .stacks
+        .iter()
+        .find(|e| e.file.name() == "broken.json")
+        .unwrap();
     assert_eq!(broken.key.id, "broken");
-    assert!(broken.diagnostics[0].message.starts_with("Failed to parse JSON: "));
-    let binary = ws.stacks.iter().find(|e| e.file.name() == "binary.json").unwrap();
+    assert!(broken.diagnostics[0]
+        .message
+        .starts_with("Failed to parse JSON: "));
+    let binary = ws
+        .stacks
+        .iter()
+        .find(|e| e.file.name() == "binary.json")
+        .unwrap();
     assert_eq!(binary.key.id, "binary");
-    assert!(binary.diagnostics[0].message.contains("not valid UTF-8"), "{:?}", binary.diagnostics);
+    assert!(
+        binary.diagnostics[0].message.contains("not valid UTF-8"),
+        "{:?}",
+        binary.diagnostics
+    );
     assert_eq!(binary.revision, revision(b"{\"id\":\"\xff\xfe\"}"));
 }
 
@@ -423,13 +586,22 @@ fn symlink_leaving_the_project_is_not_followed() {
     let evil = &ws.stacks[0];
     assert_eq!(evil.key.id, "evil");
     assert!(!evil.usable());
-    assert!(evil.diagnostics[0].message.contains("outside the project forge directory"), "{:?}", evil.diagnostics);
+    assert!(
+        evil.diagnostics[0]
+            .message
+            .contains("outside the project forge directory"),
+        "{:?}",
+        evil.diagnostics
+    );
     // Writing through it is refused too.
     let store = f.store();
     let file = FileRef::new(Scope::Project, Dir::Stacks, "evil.json").unwrap();
     let err = store.update(&file, &revision(b""), b"{}").unwrap_err();
     assert_eq!(err.code(), "invalid_path");
-    assert_eq!(std::fs::read_to_string(&outside).unwrap(), stack_json("secret", ""));
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        stack_json("secret", "")
+    );
 }
 
 #[cfg(unix)]
@@ -449,12 +621,23 @@ fn symlinked_directory_component_refuses_writes() {
 
 #[test]
 fn file_names_with_path_tricks_are_unrepresentable() {
-    for name in ["../evil.json", "a/b.json", "..", ".json", "x.txt", "a\\b.json", ".hidden.json", ""] {
+    for name in [
+        "../evil.json",
+        "a/b.json",
+        "..",
+        ".json",
+        "x.txt",
+        "a\\b.json",
+        ".hidden.json",
+        "",
+    ] {
         let err = FileRef::new(Scope::Project, Dir::Stacks, name).unwrap_err();
         assert_eq!(err.code(), "invalid_path", "{name}");
     }
     assert_eq!(
-        FileRef::new(Scope::Global, Dir::Stacks, "ok.json").unwrap().relative_path(),
+        FileRef::new(Scope::Global, Dir::Stacks, "ok.json")
+            .unwrap()
+            .relative_path(),
         "prompt-stacks/ok.json"
     );
 }
@@ -468,7 +651,9 @@ fn check_store_semantics(store: &dyn Store) {
     assert_eq!(store.read(&file, 1 << 20).unwrap(), v1.to_vec());
     let stale = revision(b"something else");
     match store.update(&file, &stale, b"x").unwrap_err() {
-        StoreError::Conflict { current, expected, .. } => {
+        StoreError::Conflict {
+            current, expected, ..
+        } => {
             assert_eq!(current, r1);
             assert_eq!(expected, stale);
         }
@@ -476,10 +661,16 @@ fn check_store_semantics(store: &dyn Store) {
     }
     let r2 = store.update(&file, &r1, b"v2").unwrap();
     assert_eq!(store.read(&file, 1 << 20).unwrap(), b"v2".to_vec());
-    assert_eq!(store.delete(&file, &r1).unwrap_err().code(), "stale_revision");
+    assert_eq!(
+        store.delete(&file, &r1).unwrap_err().code(),
+        "stale_revision"
+    );
     store.delete(&file, &r2).unwrap();
     assert_eq!(store.delete(&file, &r2).unwrap_err().code(), "not_found");
-    assert_eq!(store.update(&file, &r2, b"x").unwrap_err().code(), "not_found");
+    assert_eq!(
+        store.update(&file, &r2, b"x").unwrap_err().code(),
+        "not_found"
+    );
     assert_eq!(store.read(&file, 10).unwrap_err().code(), "not_found");
 }
 
@@ -497,23 +688,41 @@ fn created_files_are_listed_and_loaded() {
     let file = FileRef::new(Scope::Global, Dir::Stacks, "alpha.json").unwrap();
     let text = "{\n  \"schemaVersion\": 1,\n  \"type\": \"pi-forge.prompt-stack\",\n  \"id\": \"alpha\",\n  \"items\": []\n}\n";
     store.create(&file, text.as_bytes()).unwrap();
-    assert_eq!(std::fs::read_to_string(f.global.join("prompt-stacks/alpha.json")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(f.global.join("prompt-stacks/alpha.json")).unwrap(),
+        text
+    );
     let ws = f.load();
     assert_eq!(ws.stacks[0].key.to_string(), "global:alpha");
-    assert_eq!(ws.revision_of(&file), Some(revision(text.as_bytes()).as_str()));
+    assert_eq!(
+        ws.revision_of(&file),
+        Some(revision(text.as_bytes()).as_str())
+    );
 }
 
 #[test]
 fn a_write_racing_an_external_edit_is_a_conflict_and_keeps_the_external_bytes() {
     let f = Fixture::new();
-    let path = f.stack(Scope::Project, "alpha.json", "{\"id\":\"alpha\",\"items\":[]}\n");
+    let path = f.stack(
+        Scope::Project,
+        "alpha.json",
+        "{\"id\":\"alpha\",\"items\":[]}\n",
+    );
     let ws = f.load();
     let base = ws.stacks[0].revision.clone();
     // Someone edits the file after we loaded it.
-    std::fs::write(&path, "{\"id\":\"alpha\",\"items\":[],\"name\":\"theirs\"}\n").unwrap();
+    std::fs::write(
+        &path,
+        "{\"id\":\"alpha\",\"items\":[],\"name\":\"theirs\"}\n",
+    )
+    .unwrap();
     let store = f.store();
     let err = store
-        .update(&ws.stacks[0].file, &base, b"{\"id\":\"alpha\",\"name\":\"mine\"}\n")
+        .update(
+            &ws.stacks[0].file,
+            &base,
+            b"{\"id\":\"alpha\",\"name\":\"mine\"}\n",
+        )
         .unwrap_err();
     assert_eq!(err.code(), "stale_revision");
     assert_eq!(
@@ -529,7 +738,9 @@ fn crash_between_temp_write_and_rename_leaves_old_file() {
     let store = f.store();
     let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
     store.inject_fault(Some(Fault::CrashBeforeRename));
-    let err = store.update(&file, &revision(b"old\n"), b"new\n").unwrap_err();
+    let err = store
+        .update(&file, &revision(b"old\n"), b"new\n")
+        .unwrap_err();
     assert_eq!(err.code(), "io");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
     // The leftover temp file is never taken for a resource.
@@ -564,7 +775,10 @@ fn concurrent_saves_from_one_base_have_exactly_one_winner() {
     let winners: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     assert_eq!(winners.len(), 1);
     assert_eq!(
-        results.iter().filter(|r| matches!(r, Err(StoreError::Conflict { .. }))).count(),
+        results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::Conflict { .. })))
+            .count(),
         99
     );
     assert_eq!(&std::fs::read_to_string(&path).unwrap(), winners[0]);
@@ -584,9 +798,21 @@ fn profile_stack_references_are_checked_on_load() {
     let f = Fixture::new();
     f.stack(Scope::Global, "shared.json", &stack_json("shared", ""));
     f.stack(Scope::Project, "bad.json", r#"{"id":"bad","items":5}"#);
-    f.profile(Scope::Project, "bare.json", &profile_json("bare", "", r#""shared""#));
-    f.profile(Scope::Project, "broken.json", &profile_json("broken", "", r#""bad""#));
-    f.profile(Scope::Project, "fine.json", &profile_json("fine", "", r#""global:shared""#));
+    f.profile(
+        Scope::Project,
+        "bare.json",
+        &profile_json("bare", "", r#""shared""#),
+    );
+    f.profile(
+        Scope::Project,
+        "broken.json",
+        &profile_json("broken", "", r#""bad""#),
+    );
+    f.profile(
+        Scope::Project,
+        "fine.json",
+        &profile_json("fine", "", r#""global:shared""#),
+    );
     let ws = f.load();
     let find = |id: &str| {
         ws.profiles
@@ -603,7 +829,8 @@ fn profile_stack_references_are_checked_on_load() {
         find("bare"),
         vec![(
             Level::Error,
-            "Unknown prompt stack: shared. Use global:shared to reference the global stack.".to_string(),
+            "Unknown prompt stack: shared. Use global:shared to reference the global stack."
+                .to_string(),
             Some("promptStack".to_string())
         )]
     );

@@ -45,8 +45,10 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!("pi-forge-bench-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let dir =
+            std::env::temp_dir().join(format!("pi-forge-bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(TempDir(dir))
     }
 }
@@ -71,7 +73,10 @@ fn write_workspace(root: &Path, stacks: usize) -> Result<u64> {
     for i in 0..20 {
         let p = json!({"schemaVersion": 1, "type": "pi-forge.agent-profile", "id": format!("profile-{i}"),
             "model": {"provider": "prov", "id": "model"}, "thinkingLevel": "high", "promptStack": format!("stack-{i:05}")});
-        std::fs::write(profiles.join(format!("profile-{i}.json")), json::to_pretty(&p))?;
+        std::fs::write(
+            profiles.join(format!("profile-{i}.json")),
+            json::to_pretty(&p),
+        )?;
     }
     let caps = root.join(".pi/forge/capabilities");
     std::fs::create_dir_all(&caps)?;
@@ -99,14 +104,28 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn compile_stack() -> Value {
     let mut items = Vec::new();
     let slots = [
-        "tools", "tool-guidelines", "skills", "project-context", "date", "date-cwd", "cwd",
-        "active-model", "append-system-prompt", "pi-docs",
+        "tools",
+        "tool-guidelines",
+        "skills",
+        "project-context",
+        "date",
+        "date-cwd",
+        "cwd",
+        "active-model",
+        "append-system-prompt",
+        "pi-docs",
     ];
     for i in 0..100 {
         let item = match i % 10 {
-            0 => json!({"kind": "slot", "id": format!("slot-{i}"), "role": "system", "slot": slots[(i / 10) % slots.len()]}),
-            5 if i == 55 => json!({"kind": "slot", "id": "history", "slot": "chat-history", "options": {"stripAssistantThinking": true}}),
-            7 => json!({"kind": "block", "id": format!("user-{i}"), "role": "user", "content": format!("Reminder {i}: {{{{ runtime.lastUserMessage | trim }}}}")}),
+            0 => {
+                json!({"kind": "slot", "id": format!("slot-{i}"), "role": "system", "slot": slots[(i / 10) % slots.len()]})
+            }
+            5 if i == 55 => {
+                json!({"kind": "slot", "id": "history", "slot": "chat-history", "options": {"stripAssistantThinking": true}})
+            }
+            7 => {
+                json!({"kind": "block", "id": format!("user-{i}"), "role": "user", "content": format!("Reminder {i}: {{{{ runtime.lastUserMessage | trim }}}}")})
+            }
             _ => json!({"kind": "block", "id": format!("block-{i}"), "role": "system",
                 "content": format!("Rule {i} for {{{{ parameters.audience }}}}.{{% if runtime.tool.read %}} Read before editing.{{% else %}} No reads.{{% endif %}} Tools: {{{{ runtime.selectedToolsText }}}}")}),
         };
@@ -142,8 +161,12 @@ fn conversation(len: usize) -> Vec<Value> {
 fn bench_compile() -> Value {
     use forge_core::compile::{compile, CompileInput, MacroRegistry};
     use forge_core::runtime::{Clock, RuntimeSnapshot};
-    let parsed = forge_core::stack::parse_stack_value(compile_stack(), &forge_core::stack::ParseOptions::new("bench.json"));
-    let mut runtime = RuntimeSnapshot::default_snapshot("/home/user/project", Clock::utc(1_781_341_687_000));
+    let parsed = forge_core::stack::parse_stack_value(
+        compile_stack(),
+        &forge_core::stack::ParseOptions::new("bench.json"),
+    );
+    let mut runtime =
+        RuntimeSnapshot::default_snapshot("/home/user/project", Clock::utc(1_781_341_687_000));
     runtime.messages = conversation(1000);
     let macros = MacroRegistry::new();
     let input = CompileInput::new(Some(&parsed.stack), &runtime, &macros);

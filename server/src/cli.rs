@@ -43,8 +43,10 @@ pub struct WorkspaceArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Validate every resource and print diagnostics grouped by file.
-    #[command(after_help = "Exit status: 0 when there is no error (warnings allowed), 1 when any \
-file has an error, 2 on a usage error.\n\nExample:\n  pi-forge check --project . --json")]
+    #[command(
+        after_help = "Exit status: 0 when there is no error (warnings allowed), 1 when any \
+file has an error, 2 on a usage error.\n\nExample:\n  pi-forge check --project . --json"
+    )]
     Check {
         #[command(flatten)]
         workspace: WorkspaceArgs,
@@ -65,9 +67,11 @@ file has an error, 2 on a usage error.\n\nExample:\n  pi-forge check --project .
         json: bool,
     },
     /// Print the revision and `sha256:v1:` fingerprint of a resource file.
-    #[command(after_help = "The kind is taken from the file's \"type\" field or its directory \
+    #[command(
+        after_help = "The kind is taken from the file's \"type\" field or its directory \
 (prompt-stacks/, agent-profiles/, capabilities/); other JSON files get the fingerprint of their \
-canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/reviewer.json")]
+canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/reviewer.json"
+    )]
     Fingerprint {
         /// The JSON file.
         file: PathBuf,
@@ -76,11 +80,13 @@ canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/rev
         json: bool,
     },
     /// Compile a prompt stack and show the system prompt and message layout it produces.
-    #[command(after_help = "Without --runtime, pi-forge uses its documented stand-in for a live Pi \
+    #[command(
+        after_help = "Without --runtime, pi-forge uses its documented stand-in for a live Pi \
 session: Pi's built-in tools (read, bash, edit, write active; grep, find, ls inactive), no skills, \
 no context files, no model, the current local time and no conversation.\n\nExamples:\n  \
 pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge preview \
-./draft.json --runtime docs/examples/runtime.json --messages chat.json")]
+./draft.json --runtime docs/examples/runtime.json --messages chat.json"
+    )]
     Preview {
         /// A stack selector (`reviewer`, `project:reviewer`, `global:reviewer`) or a path to a
         /// stack JSON file.

@@ -5,7 +5,7 @@ use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
 use forge_core::diag::{counts, Diagnostic};
-use forge_core::workspace::{self, FsStore, Kind, Loaded, LoadOptions, WorkspaceSnapshot};
+use forge_core::workspace::{self, FsStore, Kind, LoadOptions, Loaded, WorkspaceSnapshot};
 use forge_core::{capability, json, profile, stack};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -26,7 +26,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             runtime,
             messages,
             json,
-        } => crate::preview::run(&target, &workspace, runtime.as_deref(), messages.as_deref(), json),
+        } => crate::preview::run(
+            &target,
+            &workspace,
+            runtime.as_deref(),
+            messages.as_deref(),
+            json,
+        ),
         Command::Ui {
             workspace,
             port,
@@ -83,7 +89,11 @@ struct Row<'a> {
     diagnostics: &'a [Diagnostic],
 }
 
-fn rows<'a>(snapshot: &'a WorkspaceSnapshot, project: &Path, only: Option<ListKind>) -> Vec<Row<'a>> {
+fn rows<'a>(
+    snapshot: &'a WorkspaceSnapshot,
+    project: &Path,
+    only: Option<ListKind>,
+) -> Vec<Row<'a>> {
     fn push<'a, T>(out: &mut Vec<Row<'a>>, kind: Kind, entries: &'a [Loaded<T>], project: &Path) {
         out.extend(entries.iter().map(|e| Row {
             kind,
@@ -110,7 +120,12 @@ fn check(args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
     let (paths, snapshot) = load_workspace(args)?;
     let mut groups: Vec<(String, Option<Kind>, String, &[Diagnostic])> = Vec::new();
     if !snapshot.problems.is_empty() {
-        groups.push(("(workspace)".into(), None, String::new(), &snapshot.problems));
+        groups.push((
+            "(workspace)".into(),
+            None,
+            String::new(),
+            &snapshot.problems,
+        ));
     }
     if let Some(config) = &snapshot.config {
         groups.push((
@@ -123,10 +138,7 @@ fn check(args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
     for row in rows(&snapshot, &paths.project, None) {
         groups.push((row.path, Some(row.kind), row.key, row.diagnostics));
     }
-    let all: Vec<Diagnostic> = groups
-        .iter()
-        .flat_map(|g| g.3.iter().cloned())
-        .collect();
+    let all: Vec<Diagnostic> = groups.iter().flat_map(|g| g.3.iter().cloned()).collect();
     let (errors, warnings, infos) = counts(&all);
     let files = groups.len();
 
@@ -199,7 +211,11 @@ fn list(kind: Option<ListKind>, args: &WorkspaceArgs, as_json: bool) -> Result<E
         return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
-        println!("No resources found (project {}, global {}).", paths.project.display(), paths.global.display());
+        println!(
+            "No resources found (project {}, global {}).",
+            paths.project.display(),
+            paths.global.display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let statuses: Vec<String> = rows

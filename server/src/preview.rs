@@ -15,8 +15,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 fn read_json(path: &Path, what: &str) -> Result<Value> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
-    json::parse_bytes(&bytes).with_context(|| format!("{what} {} is not valid JSON", path.display()))
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
+    json::parse_bytes(&bytes)
+        .with_context(|| format!("{what} {} is not valid JSON", path.display()))
 }
 
 /// The clock of this machine: now, with the local UTC offset.

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn preview_json(stack: &Path) -> String {
@@ -46,7 +49,11 @@ fn example_previews_match_golden_files() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     stacks.sort();
-    assert!(stacks.len() >= 15, "expected at least 15 example stacks, found {}", stacks.len());
+    assert!(
+        stacks.len() >= 15,
+        "expected at least 15 example stacks, found {}",
+        stacks.len()
+    );
     let mut mismatches = Vec::new();
     for stack in &stacks {
         let actual = preview_json(stack);
@@ -80,15 +87,36 @@ fn examples_cover_every_slot_mode_and_regex_stage() {
         text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
     for slot in [
-        "chat-history", "tools", "tool-guidelines", "skills", "project-context", "date",
-        "date-cwd", "cwd", "active-model", "append-system-prompt", "pi-docs",
+        "chat-history",
+        "tools",
+        "tool-guidelines",
+        "skills",
+        "project-context",
+        "date",
+        "date-cwd",
+        "cwd",
+        "active-model",
+        "append-system-prompt",
+        "pi-docs",
     ] {
-        assert!(text.contains(&format!("\"slot\": \"{slot}\"")), "no example uses slot {slot}");
+        assert!(
+            text.contains(&format!("\"slot\": \"{slot}\"")),
+            "no example uses slot {slot}"
+        );
     }
-    for mode in ["\"mode\": \"append\"", "\"mode\": \"prepend\"", "\"mode\": \"replace\""] {
+    for mode in [
+        "\"mode\": \"append\"",
+        "\"mode\": \"prepend\"",
+        "\"mode\": \"replace\"",
+    ] {
         assert!(text.contains(mode), "no example uses {mode}");
     }
-    for stage in ["\"stage\": \"history\"", "\"stage\": \"compiled\"", "\"effect\": \"finalize\"", "\"targets\": [\n"] {
+    for stage in [
+        "\"stage\": \"history\"",
+        "\"stage\": \"compiled\"",
+        "\"effect\": \"finalize\"",
+        "\"targets\": [\n",
+    ] {
         assert!(text.contains(stage), "no example uses {stage:?}");
     }
 }

@@ -336,12 +336,10 @@ fn escape_end(chars: &[char], after: usize, e: char) -> usize {
         'c' => (after + 1).min(chars.len()),
         'k' if chars.get(after) == Some(&'<') => until('>'),
         'p' | 'P' if chars.get(after) == Some(&'{') => until('}'),
-        '0'..='9' => {
-            chars[after..]
-                .iter()
-                .position(|c| !c.is_ascii_digit())
-                .map_or(chars.len(), |p| after + p)
-        }
+        '0'..='9' => chars[after..]
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .map_or(chars.len(), |p| after + p),
         _ => after,
     }
 }
@@ -446,7 +444,11 @@ mod literal_tests {
             (r"\u0041BC", "u", Some("BC")),
         ];
         for (pattern, flags, expected) in cases {
-            assert_eq!(required_literal(pattern, flags).as_deref(), expected, "{pattern}");
+            assert_eq!(
+                required_literal(pattern, flags).as_deref(),
+                expected,
+                "{pattern}"
+            );
         }
     }
 }

@@ -138,7 +138,10 @@ impl Codec for ParsedProfile {
         profile::parse_profile_bytes(bytes, file_name, scope)
     }
     fn fault(file_name: &str, message: String) -> Self {
-        profile::fault_profile(file_name, format!("Failed to read agent profile: {message}"))
+        profile::fault_profile(
+            file_name,
+            format!("Failed to read agent profile: {message}"),
+        )
     }
     fn id(&self) -> &str {
         &self.profile.id
@@ -165,11 +168,7 @@ impl Codec for ParsedCapability {
     }
 }
 
-fn load_file<T: Codec>(
-    store: &dyn Store,
-    listed: &Listed,
-    opts: &LoadOptions,
-) -> Loaded<T> {
+fn load_file<T: Codec>(store: &dyn Store, listed: &Listed, opts: &LoadOptions) -> Loaded<T> {
     let file = listed.file.clone();
     let name = file.name().to_string();
     let path = store.display_path(&file);
@@ -250,7 +249,8 @@ fn mark_profile_auto_conflicts(entries: &mut [ProfileEntry]) {
     for scope in [Scope::Global, Scope::Project] {
         let autos: Vec<usize> = (0..entries.len())
             .filter(|&i| {
-                entries[i].key.scope == scope && entries[i].parsed.profile.auto_activate == Some(true)
+                entries[i].key.scope == scope
+                    && entries[i].parsed.profile.auto_activate == Some(true)
             })
             .collect();
         if autos.len() > 1 {
