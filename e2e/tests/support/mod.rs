@@ -100,18 +100,19 @@ fn workspace_root() -> &'static Path {
 /// The `pi-forge` binary, built (or found up to date) once per test process.
 ///
 /// `CARGO_BIN_EXE_*` only exists for a package's own binaries, so this asks cargo for the
-/// executable. It runs `cargo test --no-run` over the default members, the same selection as
-/// `cargo test` / `cargo xtask ci`: cargo unifies features per selection, so building just
-/// `-p pi-forge` would compile a second variant of tokio, axum and the binary (~45 s) and
-/// replace target/debug/pi-forge with it. After a workspace test build this is a no-op.
+/// executable: `cargo build --bins --tests` over the default members resolves features exactly
+/// like `cargo test` / `cargo xtask ci` (same packages, dev-dependencies active), so it reuses
+/// their build. Building just `-p pi-forge` would compile a second variant of tokio, axum and
+/// the binary (~45 s) and replace target/debug/pi-forge with it.
 pub fn pi_forge_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(workspace_root()).args([
-            "test",
-            "--no-run",
+            "build",
+            "--bins",
+            "--tests",
             "--message-format=json-render-diagnostics",
         ]);
         if !cfg!(debug_assertions) {
