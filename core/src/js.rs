@@ -55,17 +55,6 @@ pub(crate) fn number_string(n: &serde_json::Number) -> String {
     format_number(n.as_f64().unwrap_or(0.0)).unwrap_or_else(|_| "0".to_string())
 }
 
-/// JavaScript truthiness of a JSON value.
-pub(crate) fn js_truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
-    }
-}
-
 /// `typeof v === "number" && Number.isInteger(v)`, returning the number.
 fn integer(value: &Value) -> Option<f64> {
     let f = value.as_f64()?;
@@ -156,11 +145,7 @@ mod tests {
     }
 
     #[test]
-    fn truthiness_and_integers() {
-        assert!(js_truthy(&json!("false")));
-        assert!(!js_truthy(&json!(0)));
-        assert!(!js_truthy(&json!("")));
-        assert!(js_truthy(&json!([])));
+    fn integers() {
         assert!(is_positive_integer(&json!(2.0)));
         assert!(!is_positive_integer(&json!(0)));
         assert!(!is_positive_integer(&json!(1.5)));

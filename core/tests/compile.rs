@@ -1070,7 +1070,7 @@ fn v50_custom_message_shape() {
 }
 
 #[test]
-fn v50_custom_display_truthiness() {
+fn v50_custom_display_needs_a_real_true() {
     let display = |value: Value| {
         let mut fields = json!({"items": [block("c", "custom", "note"), history("h", json!({}))]});
         if !value.is_null() {
@@ -1080,7 +1080,11 @@ fn v50_custom_display_truthiness() {
     };
     assert_eq!(display(Value::Null), json!(false));
     assert_eq!(display(json!(false)), json!(false));
-    assert_eq!(display(json!("false")), json!(true));
+    // A deliberate fix of spec §8.1: the string "false" no longer shows the message.
+    assert_eq!(display(json!("false")), json!(false));
+    assert_eq!(display(json!("true")), json!(false));
+    assert_eq!(display(json!(1)), json!(false));
+    assert_eq!(display(json!(true)), json!(true));
     assert_eq!(display(json!(0)), json!(false));
     assert_eq!(display(json!("")), json!(false));
 }

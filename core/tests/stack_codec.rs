@@ -878,13 +878,15 @@ fn multiple_history_slots() {
     let allowed =
         json!({"id": "s", "context": {"allowDuplicateChatHistory": true}, "items": items.clone()});
     assert_eq!(diags(&parse(allowed)), vec![]);
-    // JS truthiness: the string "false" suppresses the warning (and is an error itself).
+    // Only a real `true` allows duplicates (the original's JS truthiness let the string "false"
+    // suppress the warning); the string is also an error itself.
     let truthy = json!({"id": "s", "context": {"allowDuplicateChatHistory": "false"}, "items": items.clone()});
     assert_eq!(
         diags(&parse(truthy)),
-        vec![e(
-            "context.allowDuplicateChatHistory must be a boolean when provided."
-        )]
+        vec![
+            e("context.allowDuplicateChatHistory must be a boolean when provided."),
+            w(MULTI)
+        ]
     );
     // A disabled second slot does not count.
     let disabled = json!({"id": "s", "items": [history(), {"kind": "slot", "id": "h2", "slot": "chat-history", "enabled": false}]});

@@ -59,7 +59,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use crate::diag::Diagnostic;
-use crate::js::{js_trim, js_truthy};
+use crate::js::js_trim;
 use crate::json::utf16_len;
 use crate::message::latest_user_message;
 use crate::runtime::{RuntimeSnapshot, SkillInfo};
@@ -477,16 +477,18 @@ impl<'a> Compiler<'a> {
         let Some(stack) = self.stack else {
             return (implicit(host), diagnostics);
         };
+        // Only a real `true` turns these on. The original used JavaScript truthiness, so the
+        // string "false" enabled them in a stack the validator had already rejected (§8.1).
         let allow_duplicates = stack
             .context
             .as_ref()
             .and_then(|c| c.get("allowDuplicateChatHistory"))
-            .is_some_and(js_truthy);
+            == Some(&Value::Bool(true));
         let visible = stack
             .defaults
             .as_ref()
             .and_then(|d| d.get("syntheticMessagesVisible"))
-            .is_some_and(js_truthy);
+            == Some(&Value::Bool(true));
         let mut out: Vec<CompiledMessage> = Vec::new();
         let mut inserted = false;
         for item in stack.items.iter().filter(|i| i.is_enabled()) {

@@ -16,7 +16,7 @@ use super::policy::{normalize_policy, validate_policy};
 use super::regex_rules::validate_regex_config;
 use crate::diag::{dedupe, is_usable, Diagnostic};
 use crate::id::{base_name, fallback_id, is_valid_id, ID_RULE};
-use crate::js::{is_number, is_string_array, js_string, js_trim, js_truthy, number_string};
+use crate::js::{is_number, is_string_array, js_string, js_trim, number_string};
 use crate::json::{parse_bytes, parse_str, to_pretty};
 
 /// What the parser needs besides the JSON.
@@ -547,7 +547,7 @@ pub fn validate_stack(stack: &PromptStack, opts: &ParseOptions) -> Vec<Diagnosti
             .context
             .as_ref()
             .and_then(|c| c.get("allowDuplicateChatHistory"))
-            .is_some_and(js_truthy)
+            .is_some_and(|v| v == &Value::Bool(true))
     {
         out.push(Diagnostic::warning(
             "Multiple enabled chat-history slots found; only the first will be expanded unless context.allowDuplicateChatHistory is true.",
