@@ -2058,7 +2058,7 @@ fn preview_sections_titles_and_diff_keys() {
         [
             "W [x] loaded with a warning",
             "W [nr] Unsupported slot: not-real",
-            "I finalize regex rules are not represented in preview.",
+            // Two finalize rules, one note.
             "I finalize regex rules are not represented in preview."
         ]
     );
@@ -2071,7 +2071,7 @@ fn preview_text_markdown() {
     let p = preview(&compiled, "s", &[], &rt.clock);
     assert_eq!(
         preview_text(&p),
-        "# Prompt stack preview: s\n\n## System prompt\n\nSystem text\n\n## Message layout\n\n--- Intro (user) ---\nHello\n\n--- note (assistant) ---\nNoted\n\n--- Recent #1 (user) ---\nsame\n\n--- Recent #2 (user) ---\nsame\n\n--- Recent #3 (assistant) ---\nreply\n\n## Diagnostics\n\nWARNING [nr]: Unsupported slot: not-real\nINFO: finalize regex rules are not represented in preview.\nINFO: finalize regex rules are not represented in preview.\n"
+        "# Prompt stack preview: s\n\n## System prompt\n\nSystem text\n\n## Message layout\n\n--- Intro (user) ---\nHello\n\n--- note (assistant) ---\nNoted\n\n--- Recent #1 (user) ---\nsame\n\n--- Recent #2 (user) ---\nsame\n\n--- Recent #3 (assistant) ---\nreply\n\n## Diagnostics\n\nWARNING [nr]: Unsupported slot: not-real\nINFO: finalize regex rules are not represented in preview.\n"
     );
 }
 

@@ -1561,3 +1561,19 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn role_less_slot_is_reported_instead_of_silently_ignored() {
+    let parsed = parse(json!({"id": "s", "items": [
+        {"kind": "slot", "id": "t", "slot": "tools"},
+        {"kind": "slot", "id": "off", "slot": "date", "enabled": false},
+        {"kind": "slot", "id": "h", "slot": "chat-history"}
+    ]}));
+    assert_eq!(
+        diags(&parsed),
+        vec![at(
+            w("Enabled slot tools has no role and will be ignored."),
+            "t"
+        )]
+    );
+}

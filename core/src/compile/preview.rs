@@ -127,7 +127,10 @@ pub fn preview(
     let total_chars = system.chars + messages.iter().map(|s| s.chars).sum::<usize>();
     let mut diagnostics = load_diagnostics.to_vec();
     diagnostics.extend(compiled.diagnostics.iter().cloned());
-    diagnostics.extend((0..compiled.finalize_rules).map(|_| Diagnostic::info(FINALIZE_NOTE)));
+    // One note however many finalize rules there are (the original repeated it per rule, §8.17).
+    if compiled.finalize_rules > 0 {
+        diagnostics.push(Diagnostic::info(FINALIZE_NOTE));
+    }
     Preview {
         stack_id: stack_id.to_string(),
         generated_at: clock.iso_utc(),

@@ -518,6 +518,19 @@ pub fn validate_stack(stack: &PromptStack, opts: &ParseOptions) -> Vec<Diagnosti
                             .with_item(&item.id),
                     );
                 }
+                // The original ignored a role-less slot silently (spec §8.7); say so instead.
+                if slot != "chat-history"
+                    && opts.slot_known(slot)
+                    && item.is_enabled()
+                    && item.role.is_none()
+                {
+                    out.push(
+                        Diagnostic::warning(format!(
+                            "Enabled slot {slot} has no role and will be ignored."
+                        ))
+                        .with_item(&item.id),
+                    );
+                }
                 if slot == "chat-history" {
                     if item.is_enabled() {
                         history_slots += 1;
