@@ -414,14 +414,15 @@ fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
 
     let assets = ctx.root.join("assets");
     let dist = assets.join("dist");
-    let staging = assets.join("dist.partial");
-    remove_dir_if_exists(&staging)?;
-    create_dir(&staging)?;
+    let staging_guard = StagingDir(assets.join("dist.partial"));
+    let staging = staging_guard.0.as_path();
+    remove_dir_if_exists(staging)?;
+    create_dir(staging)?;
 
     step("generating JS bindings (wasm-bindgen --target web)");
     run(Command::new(&tools.wasm_bindgen)
         .args(["--target", "web", "--no-typescript", "--out-dir"])
-        .arg(&staging)
+        .arg(staging)
         .arg(&wasm))?;
 
     step("optimizing wasm (wasm-opt -Oz, binaryen from tools/)");
@@ -446,7 +447,7 @@ fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
 
     // Swap the finished bundle in, so a failed build never leaves a half-written dist.
     remove_dir_if_exists(&dist)?;
-    rename(&staging, &dist)?;
+    rename(staging, &dist)?;
 
     let mut files: Vec<(String, u64, Option<u64>)> = Vec::new();
     let mut entries: Vec<_> = read_dir(&dist)?;
@@ -462,6 +463,16 @@ fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
         println!("  {name:<22} {:>10} raw {gz:>10} gzip", kib(*raw));
     }
     Ok(files)
+}
+
+/// The bundle being built; removed on drop so a failed build leaves no stray folder behind
+/// (after a successful build it has been renamed to `assets/dist`).
+struct StagingDir(PathBuf);
+
+impl Drop for StagingDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
 }
 
 fn kib(bytes: u64) -> String {

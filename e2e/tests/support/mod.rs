@@ -186,6 +186,11 @@ impl Server {
             url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
             "unexpected first stdout line of pi-forge ui: {url:?}"
         );
+        let (status, body) = http_get(&url, "/");
+        assert_eq!(
+            status, 200,
+            "GET / answered {status} (a 503 means pi-forge was built before `cargo xtask dist`):\n{body}"
+        );
         Server {
             url,
             stderr,
@@ -330,6 +335,31 @@ impl WebDriverCompatibleCommand for BrowserLog {
             Some(r#"{"type":"browser"}"#.to_string()),
         )
     }
+}
+
+/// A minimal HTTP/1.1 GET over std (status code and body), for checks before the browser.
+pub fn http_get(base_url: &str, path: &str) -> (u16, String) {
+    use std::io::Write as _;
+    let authority = base_url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("not an http://host:port/ URL: {base_url}"));
+    let mut stream = TcpStream::connect(authority).expect("connect to pi-forge");
+    stream.set_read_timeout(Some(STARTUP)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("malformed HTTP response: {response:?}"));
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_string())
 }
 
 fn free_port() -> u16 {
