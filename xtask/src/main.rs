@@ -2,8 +2,9 @@
 //!
 //! Std-only on purpose: it compiles in about a second and works before any tool is installed.
 //! Every step checks before it acts and says what it did or skipped, so running a command
-//! twice is cheap. See `docs/architecture.md` and the toolchain notes for why the wasm bundle
-//! is built with plain cargo + wasm-bindgen + wasm-opt instead of trunk.
+//! twice is cheap. The wasm bundle is built with plain cargo + wasm-bindgen + wasm-opt (from
+//! the npm package `binaryen`, pinned in tools/): trunk and cargo-leptos are not needed, and
+//! Debian's wasm-opt 108 produces modules that fail in Chromium.
 #![forbid(unsafe_code)]
 
 use std::env;
@@ -219,17 +220,25 @@ fn ensure_wasm_target(ctx: &Ctx) -> Result {
 
 fn ensure_wasm_bindgen(ctx: &Ctx) -> Result<PathBuf> {
     let wanted = locked_version(&ctx.root.join("Cargo.lock"), "wasm-bindgen")?;
-    let found = find_program("wasm-bindgen");
-    if let Some(path) = &found {
-        let have = tool_version(path);
+    // Any copy with the right version will do (PATH first, then $CARGO_HOME/bin), so an
+    // older wasm-bindgen earlier on PATH does not trigger a reinstall on every run.
+    let mut seen = Vec::new();
+    for path in find_programs("wasm-bindgen") {
+        let have = tool_version(&path);
         if have.as_deref() == Some(wanted.as_str()) {
             skipped(&format!("wasm-bindgen {wanted} at {}", path.display()));
-            return Ok(path.clone());
+            return Ok(path);
         }
-        step(&format!(
-            "wasm-bindgen at {} is {}, Cargo.lock wants {wanted}",
+        seen.push(format!(
+            "{} is {}",
             path.display(),
             have.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if !seen.is_empty() {
+        step(&format!(
+            "Cargo.lock wants wasm-bindgen {wanted}; {}",
+            seen.join(", ")
         ));
     }
     step(&format!(
@@ -245,21 +254,13 @@ fn ensure_wasm_bindgen(ctx: &Ctx) -> Result<PathBuf> {
             format!("cargo install wasm-bindgen-cli --version {wanted}"),
         )
     })?;
-    let path = find_program("wasm-bindgen").ok_or_else(|| Failure {
-        message: "wasm-bindgen was installed but is not on PATH nor in $CARGO_HOME/bin".into(),
-        hint: Some("add ~/.cargo/bin to PATH".into()),
-    })?;
-    match tool_version(&path) {
-        Some(v) if v == wanted => Ok(path),
-        other => fail_with_hint(
-            format!(
-                "{} reports version {}, expected {wanted}",
-                path.display(),
-                other.as_deref().unwrap_or("unknown")
-            ),
-            "put $CARGO_HOME/bin (usually ~/.cargo/bin) first on PATH",
-        ),
-    }
+    find_programs("wasm-bindgen")
+        .into_iter()
+        .find(|path| tool_version(path).as_deref() == Some(wanted.as_str()))
+        .ok_or_else(|| Failure {
+            message: format!("wasm-bindgen {wanted} was installed but cannot be found"),
+            hint: Some("add $CARGO_HOME/bin (usually ~/.cargo/bin) to PATH".into()),
+        })
 }
 
 /// `wasm-bindgen 0.2.130` -> `0.2.130`.
@@ -739,8 +740,8 @@ fn capture(cmd: &mut Command) -> Result<String> {
     }
 }
 
-/// Finds a program on PATH, then in $CARGO_HOME/bin (cargo install's destination).
-fn find_program(name: &str) -> Option<PathBuf> {
+/// Every copy of a program on PATH, then in $CARGO_HOME/bin (cargo install's destination).
+fn find_programs(name: &str) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = env::var_os("PATH")
         .map(|p| env::split_paths(&p).collect())
         .unwrap_or_default();
@@ -750,7 +751,18 @@ fn find_program(name: &str) -> Option<PathBuf> {
     if let Some(home) = env::var_os("HOME") {
         dirs.push(PathBuf::from(home).join(".cargo/bin"));
     }
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+    let mut found: Vec<PathBuf> = Vec::new();
+    for path in dirs.into_iter().map(|d| d.join(name)) {
+        let canonical = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if path.is_file()
+            && !found
+                .iter()
+                .any(|f| fs::canonicalize(f).ok() == Some(canonical.clone()))
+        {
+            found.push(path);
+        }
+    }
+    found
 }
 
 /// 64-bit FNV-1a: a stable fingerprint for stamp files (not for security).
