@@ -107,20 +107,12 @@ fn pick(options: &'static [&'static str]) -> impl Strategy<Value = Value> {
     proptest::sample::select(options).prop_map(Value::from)
 }
 
-const SLOTS: &[&str] = &[
-    "chat-history",
-    "tools",
-    "tool-guidelines",
-    "skills",
-    "project-context",
-    "date",
-    "date-cwd",
-    "cwd",
-    "active-model",
-    "append-system-prompt",
-    "pi-docs",
-    "unknown-slot",
-];
+fn slot_name() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        4 => proptest::sample::select(forge_core::stack::BUILTIN_SLOTS),
+        1 => Just("unknown-slot"),
+    ]
+}
 
 fn slot_options() -> impl Strategy<Value = Value> {
     let key = pick(&[
@@ -161,7 +153,7 @@ fn item() -> impl Strategy<Value = Value> {
         pick(&["block", "slot"]),
         "[a-c]{1,2}",
         option::of(pick(&["system", "user", "assistant", "custom"])),
-        proptest::sample::select(SLOTS),
+        slot_name(),
         template_text(),
         slot_options(),
         any::<bool>(),

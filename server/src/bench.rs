@@ -103,18 +103,12 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 /// history slots (one trimmed), regex rules in both stages.
 fn compile_stack() -> Value {
     let mut items = Vec::new();
-    let slots = [
-        "tools",
-        "tool-guidelines",
-        "skills",
-        "project-context",
-        "date",
-        "date-cwd",
-        "cwd",
-        "active-model",
-        "append-system-prompt",
-        "pi-docs",
-    ];
+    // Every built-in slot except chat-history, which gets its own item below.
+    let slots: Vec<&str> = forge_core::stack::BUILTIN_SLOTS
+        .iter()
+        .copied()
+        .filter(|s| *s != "chat-history")
+        .collect();
     for i in 0..100 {
         let item = match i % 10 {
             0 => {

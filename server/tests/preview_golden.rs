@@ -86,19 +86,7 @@ fn examples_cover_every_slot_mode_and_regex_stage() {
     for entry in std::fs::read_dir(repo.join("docs/examples/stacks")).unwrap() {
         text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
-    for slot in [
-        "chat-history",
-        "tools",
-        "tool-guidelines",
-        "skills",
-        "project-context",
-        "date",
-        "date-cwd",
-        "cwd",
-        "active-model",
-        "append-system-prompt",
-        "pi-docs",
-    ] {
+    for slot in forge_core::stack::BUILTIN_SLOTS {
         assert!(
             text.contains(&format!("\"slot\": \"{slot}\"")),
             "no example uses slot {slot}"

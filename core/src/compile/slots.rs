@@ -51,20 +51,9 @@ pub(crate) fn include(options: Option<&Map<String, Value>>, key: &str) -> bool {
     !matches!(options.and_then(|o| o.get(key)), Some(Value::Bool(false)))
 }
 
-/// XML escaping of `& < > " '`.
+/// XML escaping of `& < > " '` (the template engine's `xml` filter).
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    crate::template::escape_xml(text)
 }
 
 /// Continuation lines (the second and later) indented by two spaces.
