@@ -9,6 +9,7 @@
 //! project are refused by the services above this module. Who decides trust is the caller's
 //! business (see `docs/architecture.md`).
 
+pub mod service;
 pub mod store;
 
 mod resolve;
