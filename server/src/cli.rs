@@ -105,7 +105,13 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         json: bool,
     },
     /// Start (or reuse) the web editor on 127.0.0.1 and open it in the browser.
+    #[command(
+        after_help = "The first line on stdout is the editor's address, http://127.0.0.1:<port>/?token=<token>. Running `pi-forge ui` again for the same project reuses the running editor and prints the same address; `--restart` starts a fresh one (new token), `pi-forge ui stop` stops it.\n\nExamples:\n  pi-forge ui\n  pi-forge ui --project ~/code/app \
+--port 4321 --no-open\n  pi-forge ui stop"
+    )]
     Ui {
+        #[command(subcommand)]
+        action: Option<UiAction>,
         #[command(flatten)]
         workspace: WorkspaceArgs,
         /// Port to bind on 127.0.0.1 (default: config.json webEditor.port, else any free port).
@@ -114,7 +120,10 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         /// Do not open a browser; just print the URL.
         #[arg(long)]
         no_open: bool,
-        /// Serve the built-in demo workspace instead of a project.
+        /// Stop the project's running editor first and start a fresh one (new token).
+        #[arg(long)]
+        restart: bool,
+        /// Serve a temporary demo workspace with example resources instead of a project.
         #[arg(long)]
         demo: bool,
     },
@@ -130,6 +139,15 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         /// Print JSON (the default; kept for symmetry).
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UiAction {
+    /// Stop the project's running editor and remove its state file.
+    Stop {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
     },
 }
 

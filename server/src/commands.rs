@@ -1,6 +1,6 @@
-//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui` and `bench`.
+//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui`, `ui stop` and `bench`.
 
-use crate::cli::{Cli, Command, ListKind, WorkspaceArgs};
+use crate::cli::{Cli, Command, ListKind, UiAction, WorkspaceArgs};
 use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
@@ -34,19 +34,35 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             json,
         ),
         Command::Ui {
+            action: Some(UiAction::Stop { workspace: stop }),
+            workspace,
+            ..
+        } => crate::ui::stop(&WorkspacePaths::from_args(&merge(stop, workspace))?),
+        Command::Ui {
+            action: None,
             workspace,
             port,
             no_open,
+            restart,
             demo,
         } => {
-            let paths = WorkspacePaths::from_args(&workspace)?;
+            let paths = if demo {
+                // The demo serves its own temp directories; the current directory is not read.
+                WorkspacePaths {
+                    project: std::env::temp_dir(),
+                    global: std::env::temp_dir(),
+                    trusted: true,
+                }
+            } else {
+                WorkspacePaths::from_args(&workspace)?
+            };
             crate::ui::run(crate::ui::UiOptions {
-                project: paths.project,
+                paths,
                 port,
                 no_open,
                 demo,
-            })?;
-            Ok(ExitCode::SUCCESS)
+                restart,
+            })
         }
         Command::Bench {
             stacks,
@@ -56,6 +72,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             crate::bench::run(stacks, &only)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `pi-forge ui --project X stop` and `pi-forge ui stop --project X` mean the same.
+fn merge(inner: WorkspaceArgs, outer: WorkspaceArgs) -> WorkspaceArgs {
+    WorkspaceArgs {
+        project: inner.project.or(outer.project),
+        global_dir: inner.global_dir.or(outer.global_dir),
+        untrusted: inner.untrusted || outer.untrusted,
     }
 }
 

@@ -4,8 +4,10 @@
 mod bench;
 mod cli;
 mod commands;
+mod http;
 mod paths;
 mod preview;
+mod state;
 mod ui;
 
 use clap::Parser;

@@ -1,173 +1,497 @@
-//! `pi-forge ui`: serves the embedded web editor and its JSON API on 127.0.0.1.
+//! `pi-forge ui`: start (or reuse) the editor server for a project, and `pi-forge ui stop`.
 //!
-//! The single-page app is the bundle that `cargo xtask dist` writes to `assets/dist/`,
-//! embedded at compile time with rust-embed (`build.rs` reruns the build when it changes).
-//! When the bundle was missing at build time the binary still works: `/` answers 503 and says
-//! how to build it. This is the placeholder server; the workspace API and tokens come later.
+//! Lifecycle:
+//! - One server per project. Its state file (`$XDG_RUNTIME_DIR/pi-forge/` or
+//!   `~/.pi/forge/run/`, directory 0700, file 0600, named after a hash of the canonical project
+//!   path) holds `{pid, port, token, url, project, startedAt, version}`.
+//! - A second `pi-forge ui` for the same project reuses a live server: the pid is alive *and*
+//!   `GET /api/meta` with the token answers for this project. It prints the same URL and exits 0.
+//!   A dead server's state file is replaced. `--restart`, another `--port` or another pi-forge
+//!   version stops the old server (SIGTERM) and starts a fresh one.
+//! - `pi-forge ui stop` stops the project's server and removes the state file.
+//! - The server binds 127.0.0.1 only: `--port`, else a trusted project's `webEditor.port`, else
+//!   an ephemeral port; a preferred port that is taken falls back to an ephemeral one. It prints
+//!   `http://127.0.0.1:<port>/?token=<t>` as the first line of stdout (everything else goes to
+//!   stderr), watches the forge directories, and on Ctrl-C or SIGTERM shuts down gracefully and
+//!   removes its state file.
+//! - `--demo` serves a throw-away workspace seeded with example resources (no state file).
 
-use std::io::Write as _;
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+mod demo;
 
-use anyhow::Context as _;
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use rust_embed::{EmbeddedFile, RustEmbed};
-use tower_http::compression::CompressionLayer;
+use std::future::IntoFuture as _;
+use std::io::{Read as _, Write as _};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-/// The web bundle. Empty when `assets/dist` did not exist at build time.
-#[derive(RustEmbed)]
-#[folder = "../assets/dist"]
-#[allow_missing = true]
-struct Dist;
+use anyhow::{bail, Context as _, Result};
+use base64::Engine as _;
+use forge_core::workspace::{FsStore, LoadOptions};
+use serde::{Deserialize, Serialize};
 
-const MISSING_BUNDLE: &str = "\
-pi-forge was built without its web bundle (assets/dist was empty).
-
-Build it and rebuild pi-forge:
-    cargo xtask dist
-    cargo build -p pi-forge
-(or simply `cargo xtask run`).
-";
+use crate::http::security::TOKEN_HEADER;
+use crate::http::{self, ServerState};
+use crate::paths::WorkspacePaths;
+use crate::state::WorkspaceHandle;
 
 /// Options of `pi-forge ui`.
 pub struct UiOptions {
-    /// Project directory (the folder that holds `.pi/`).
-    pub project: PathBuf,
-    /// Port on 127.0.0.1; `None` picks a free one.
+    pub paths: WorkspacePaths,
+    /// Port on 127.0.0.1; `None` or `Some(0)` = the configured one, else any free port.
     pub port: Option<u16>,
-    /// Do not open a browser, only print the URL.
     pub no_open: bool,
-    /// Serve the built-in demo workspace instead of the project.
     pub demo: bool,
+    pub restart: bool,
 }
 
-/// What every handler may read; cheap to clone.
-#[derive(Clone)]
-struct AppState {
+/// The state file of a running server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRecord {
+    pub pid: u32,
+    pub port: u16,
+    pub token: String,
+    pub url: String,
+    pub project: String,
+    pub started_at: String,
+    pub version: String,
+}
+
+/// How long a stopping server may take before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long graceful shutdown may wait for open requests.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+pub fn run(opts: UiOptions) -> Result<ExitCode> {
+    if opts.demo {
+        return serve_demo(&opts);
+    }
+    let project = canonical(&opts.paths.project)?;
+    let state_path = state_file(&project)?;
+    let wanted_port = opts.port.filter(|&p| p != 0);
+    if let Some(record) = read_record(&state_path) {
+        if is_running(&record, &project) {
+            let same_port = wanted_port.is_none_or(|p| p == record.port);
+            let same_version = record.version == env!("CARGO_PKG_VERSION");
+            if !opts.restart && same_port && same_version {
+                print_url(&record.url)?;
+                eprintln!(
+                    "pi-forge: the editor for {} is already running (pid {})",
+                    project.display(),
+                    record.pid
+                );
+                if !opts.no_open {
+                    open_browser(&record.url);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let why = if opts.restart {
+                "restarting"
+            } else if !same_port {
+                "another port was asked for; restarting"
+            } else {
+                "it is another pi-forge version; restarting"
+            };
+            eprintln!(
+                "pi-forge: the editor is running at port {} ({why})",
+                record.port
+            );
+            stop_server(&record, &project)?;
+        }
+        remove_record(&state_path, None);
+    }
+    let paths = WorkspacePaths {
+        project,
+        ..opts.paths.clone()
+    };
+    serve(&paths, wanted_port, opts.no_open, false, Some(state_path))
+}
+
+/// `pi-forge ui stop`.
+pub fn stop(paths: &WorkspacePaths) -> Result<ExitCode> {
+    let project = canonical(&paths.project)?;
+    let state_path = state_file(&project)?;
+    let Some(record) = read_record(&state_path) else {
+        eprintln!("pi-forge: no editor is running for {}", project.display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    if is_running(&record, &project) {
+        stop_server(&record, &project)?;
+        eprintln!("pi-forge: stopped the editor at port {}", record.port);
+    } else {
+        eprintln!(
+            "pi-forge: the editor for {} was no longer running; removed its state file",
+            project.display()
+        );
+    }
+    remove_record(&state_path, None);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn canonical(project: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(project)
+        .with_context(|| format!("cannot resolve the project directory {}", project.display()))
+}
+
+fn print_url(url: &str) -> Result<()> {
+    // Scripts and tests read the URL from the first line of stdout.
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{url}")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// State file
+
+/// `$XDG_RUNTIME_DIR/pi-forge`, else `~/.pi/forge/run`.
+fn run_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("pi-forge"));
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".pi").join("forge").join("run")),
+        None => bail!(
+            "cannot find a directory for the editor's state file: set XDG_RUNTIME_DIR or HOME"
+        ),
+    }
+}
+
+/// The state file of `project` (a canonical path); creates its directory (0700).
+pub fn state_file(project: &Path) -> Result<PathBuf> {
+    let dir = run_dir()?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder
+        .create(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let hash = forge_core::canonical::sha256_hex(project.as_os_str().as_encoded_bytes());
+    Ok(dir.join(format!("ui-{}.json", &hash[..32])))
+}
+
+fn read_record(path: &Path) -> Option<ServerRecord> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Writes the record atomically with mode 0600.
+fn write_record(path: &Path, record: &ServerRecord) -> Result<()> {
+    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(&temp)
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    file.write_all(forge_core::json::to_pretty(&serde_json::to_value(record)?).as_bytes())?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Removes the state file; with `only_pid`, only when it still names that process.
+fn remove_record(path: &Path, only_pid: Option<u32>) {
+    if let Some(pid) = only_pid {
+        if read_record(path).is_some_and(|r| r.pid != pid) {
+            return;
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing and stopping
+
+fn pid_alive(pid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// `GET /api/meta` with the token: true when a pi-forge editor for `project` answers.
+fn meta_answers(port: u16, token: &str, project: &Path) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+    let request = format!(
+        "GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{TOKEN_HEADER}: {token}\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = Vec::new();
+    if stream.take(1 << 20).read_to_end(&mut response).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&response);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    if !head.starts_with("HTTP/1.1 200") {
+        return false;
+    }
+    let Ok(meta) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    meta["name"] == "pi-forge" && meta["project"].as_str() == Some(&*project.to_string_lossy())
+}
+
+fn is_running(record: &ServerRecord, project: &Path) -> bool {
+    pid_alive(record.pid) && meta_answers(record.port, &record.token, project)
+}
+
+/// SIGTERM, wait until the server stops answering; SIGKILL after [`STOP_TIMEOUT`].
+fn stop_server(record: &ServerRecord, project: &Path) -> Result<()> {
+    signal(record.pid, "TERM");
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while Instant::now() < deadline {
+        if !meta_answers(record.port, &record.token, project) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "pi-forge: the editor (pid {}) did not stop within {}s; killing it",
+        record.pid,
+        STOP_TIMEOUT.as_secs()
+    );
+    signal(record.pid, "KILL");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving
+
+/// 24 random bytes, base64url without padding.
+fn new_token() -> Result<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("cannot get random bytes: {e}"))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+fn serve_demo(opts: &UiOptions) -> Result<ExitCode> {
+    let dir = demo::DemoDir::create()?;
+    let paths = WorkspacePaths {
+        project: dir.project(),
+        global: dir.global(),
+        trusted: true,
+    };
+    let result = serve(
+        &paths,
+        opts.port.filter(|&p| p != 0),
+        opts.no_open,
+        true,
+        None,
+    );
+    drop(dir);
+    result
+}
+
+fn serve(
+    paths: &WorkspacePaths,
+    port: Option<u16>,
+    no_open: bool,
     demo: bool,
-}
-
-/// Serves until Ctrl-C (or SIGTERM). The first line on stdout is the URL.
-pub fn run(opts: UiOptions) -> anyhow::Result<()> {
+    state_path: Option<PathBuf>,
+) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(opts))
+    runtime.block_on(serve_async(paths, port, no_open, demo, state_path))?;
+    Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(opts: UiOptions) -> anyhow::Result<()> {
-    let wanted = SocketAddr::from((Ipv4Addr::LOCALHOST, opts.port.unwrap_or(0)));
-    let listener = tokio::net::TcpListener::bind(wanted)
-        .await
-        .with_context(|| {
-            format!("cannot listen on {wanted}; choose another port with --port, or omit it")
-        })?;
-    let addr = listener.local_addr()?;
-    let url = format!("http://{addr}/");
-
-    // Scripts and tests read the URL from the first line of stdout; everything else goes
-    // to stderr.
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{url}")?;
-    stdout.flush()?;
-    drop(stdout);
-
-    if opts.demo {
-        eprintln!("pi-forge: serving the built-in demo workspace");
-    } else {
-        eprintln!("pi-forge: serving {}", opts.project.display());
+async fn bind(preferred: Option<u16>) -> Result<tokio::net::TcpListener> {
+    if let Some(port) = preferred {
+        match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
+            Ok(listener) => return Ok(listener),
+            Err(error) => eprintln!(
+                "pi-forge: warning: cannot listen on 127.0.0.1:{port} ({error}); using a free port instead"
+            ),
+        }
     }
-    if !bundle_present() {
+    tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .context("cannot listen on 127.0.0.1")
+}
+
+/// Reloads the workspace on every watcher batch. A batch that arrives before the first load has
+/// finished marks it dirty, so it is reloaded once right after.
+#[derive(Default)]
+struct Reloader {
+    ws: OnceLock<Arc<WorkspaceHandle>>,
+    dirty: Mutex<bool>,
+}
+
+impl Reloader {
+    /// Called on the watcher's thread.
+    fn batch(&self, runtime: &tokio::runtime::Handle) {
+        match self.ws.get() {
+            Some(ws) => {
+                runtime.block_on(ws.reload());
+            }
+            None => {
+                if let Ok(mut dirty) = self.dirty.lock() {
+                    *dirty = true;
+                }
+            }
+        }
+    }
+
+    /// The first load is done: from now on batches reload `ws`.
+    async fn loaded(&self, ws: &Arc<WorkspaceHandle>) {
+        let _ = self.ws.set(Arc::clone(ws));
+        if self.dirty.lock().map(|d| *d).unwrap_or(false) {
+            ws.reload().await;
+        }
+    }
+}
+
+/// The file watcher lands separately; until then changes on disk need `POST /api/reload`.
+type WatchGuard = ();
+
+fn start_watcher(_store: &FsStore, _trusted: bool, reloader: Arc<Reloader>) -> Option<WatchGuard> {
+    let _ = Reloader::batch;
+    drop(reloader);
+    None
+}
+
+async fn serve_async(
+    paths: &WorkspacePaths,
+    port: Option<u16>,
+    no_open: bool,
+    demo: bool,
+    state_path: Option<PathBuf>,
+) -> Result<()> {
+    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+
+    // Watch before the first load, so nothing that changes in between is missed.
+    let reloader = Arc::new(Reloader::default());
+    let watcher = start_watcher(&store, paths.trusted, Arc::clone(&reloader));
+
+    let options = LoadOptions {
+        trusted: paths.trusted,
+        extra_slots: Vec::new(),
+    };
+    let ws =
+        Arc::new(tokio::task::spawn_blocking(move || WorkspaceHandle::open(store, options)).await?);
+    reloader.loaded(&ws).await;
+
+    let preferred = port.or_else(|| {
+        let snapshot = ws.snapshot();
+        snapshot
+            .config
+            .as_ref()
+            .filter(|_| paths.trusted)
+            .and_then(|c| c.parsed.config.web_editor_port)
+    });
+    let listener = bind(preferred).await?;
+    let port = listener.local_addr()?.port();
+    let token = new_token()?;
+    let url = format!("http://127.0.0.1:{port}/?token={token}");
+
+    if let Some(state_path) = &state_path {
+        let record = ServerRecord {
+            pid: std::process::id(),
+            port,
+            token: token.clone(),
+            url: url.clone(),
+            project: paths.project.display().to_string(),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        write_record(state_path, &record)?;
+    }
+    print_url(&url)?;
+    if demo {
+        eprintln!(
+            "pi-forge: serving the demo workspace in {}",
+            paths.project.display()
+        );
+    } else {
+        eprintln!("pi-forge: serving {}", paths.project.display());
+    }
+    if !paths.trusted {
+        eprintln!("pi-forge: the project is untrusted: only global resources are shown, and project files are read-only");
+    }
+    if !http::assets::bundle_present() {
         eprintln!("pi-forge: warning: no web bundle embedded; run `cargo xtask dist` and rebuild");
     }
     eprintln!("pi-forge: press Ctrl-C to stop");
-    if !opts.no_open {
+    if !no_open {
         open_browser(&url);
     }
 
-    axum::serve(listener, router(AppState { demo: opts.demo }))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("the web server failed")?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let state = Arc::new(ServerState::new(
+        Arc::clone(&ws),
+        port,
+        token,
+        demo,
+        paths.project.clone(),
+        paths.global.clone(),
+        stop_rx.clone(),
+    ));
+    let mut server_stop = stop_rx;
+    let server = axum::serve(listener, http::router(state))
+        .with_graceful_shutdown(async move {
+            let _ = server_stop.wait_for(|stop| *stop).await;
+        })
+        .into_future();
+    let mut server = tokio::spawn(server);
+    let outcome = tokio::select! {
+        result = &mut server => Some(result),
+        () = shutdown_signal() => None,
+    };
+    let _ = stop_tx.send(true);
+    let result = match outcome {
+        Some(result) => result,
+        None => match tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await {
+            Ok(result) => result,
+            Err(_) => {
+                server.abort();
+                Ok(Ok(()))
+            }
+        },
+    };
+    if let Some(state_path) = &state_path {
+        remove_record(state_path, Some(std::process::id()));
+    }
+    // The watcher's callback may be waiting on this runtime: stop it off the async threads.
+    tokio::task::spawn_blocking(move || drop(watcher)).await?;
     eprintln!("pi-forge: stopped");
-    Ok(())
-}
-
-fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/", get(index))
-        .route("/index.html", get(index))
-        .route("/assets/{*path}", get(asset))
-        .route("/api/meta", get(meta))
-        .fallback(not_found)
-        .layer(CompressionLayer::new())
-        .with_state(state)
-}
-
-fn bundle_present() -> bool {
-    Dist::get("index.html").is_some()
-}
-
-async fn index(headers: HeaderMap) -> Response {
-    match Dist::get("index.html") {
-        Some(file) => embedded(file, &headers),
-        None => (StatusCode::SERVICE_UNAVAILABLE, MISSING_BUNDLE).into_response(),
-    }
-}
-
-async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
-    match Dist::get(&path) {
-        Some(file) => embedded(file, &headers),
-        None => not_found().await.into_response(),
-    }
-}
-
-async fn meta(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({
-        "name": "pi-forge",
-        "version": env!("CARGO_PKG_VERSION"),
-        "demo": state.demo,
-    }))
-}
-
-async fn not_found() -> (StatusCode, &'static str) {
-    (StatusCode::NOT_FOUND, "not found\n")
-}
-
-/// An embedded file with its content type. Asset names are not hashed yet, so browsers
-/// revalidate every time (`no-cache`) and get a 304 when the ETag still matches.
-fn embedded(file: EmbeddedFile, request: &HeaderMap) -> Response {
-    let etag = format!("\"{}\"", hex(&file.metadata.sha256_hash()));
-    let not_modified = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
-    let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&etag) {
-        headers.insert(header::ETAG, value);
-    }
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    if not_modified {
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
-    }
-    if let Ok(value) = HeaderValue::from_str(file.metadata.mimetype()) {
-        headers.insert(header::CONTENT_TYPE, value);
-    }
-    (headers, file.data).into_response()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    result?.context("the web server failed")
 }
 
 async fn shutdown_signal() {
@@ -192,7 +516,7 @@ async fn shutdown_signal() {
     eprintln!("pi-forge: shutting down");
 }
 
-/// Best effort: a missing or failing opener only prints a hint.
+/// Best effort: a missing or failing opener only prints a warning.
 fn open_browser(url: &str) {
     let mut cmd = if cfg!(target_os = "macos") {
         std::process::Command::new("open")
@@ -209,85 +533,50 @@ fn open_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if spawned.is_err() {
-        eprintln!("pi-forge: could not open a browser; open {url} yourself (or pass --no-open)");
+    match spawned {
+        // Reap the opener in the background so it never lingers as a zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+        Err(_) => eprintln!(
+            "pi-forge: warning: could not open a browser; open the URL above yourself (or pass --no-open)"
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::body::{to_bytes, Body};
-    use axum::http::Request;
-    use tower::ServiceExt as _;
 
-    async fn get(path: &str, demo: bool) -> (StatusCode, HeaderMap, String) {
-        let response = router(AppState { demo })
-            .oneshot(Request::get(path).body(Body::empty()).unwrap())
-            .await
-            .unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        (status, headers, String::from_utf8_lossy(&body).into_owned())
+    #[test]
+    fn tokens_are_24_random_bytes_in_base64url() {
+        let a = new_token().unwrap();
+        let b = new_token().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
     }
 
-    #[tokio::test]
-    async fn meta_reports_name_version_and_demo() {
-        let (status, headers, body) = get("/api/meta", true).await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    #[test]
+    fn records_round_trip_with_camel_case_names() {
+        let record = ServerRecord {
+            pid: 7,
+            port: 8080,
+            token: "t".into(),
+            url: "http://127.0.0.1:8080/?token=t".into(),
+            project: "/p".into(),
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            version: "0.1.0".into(),
+        };
+        let value = serde_json::to_value(&record).unwrap();
+        assert_eq!(value["startedAt"], "2026-01-01T00:00:00.000Z");
         assert_eq!(
-            json,
-            serde_json::json!({"name": "pi-forge", "version": env!("CARGO_PKG_VERSION"), "demo": true})
+            serde_json::from_value::<ServerRecord>(value).unwrap(),
+            record
         );
-    }
-
-    #[tokio::test]
-    async fn index_serves_the_bundle_or_explains_how_to_build_it() {
-        let (status, headers, body) = get("/", false).await;
-        if bundle_present() {
-            assert_eq!(status, StatusCode::OK);
-            assert_eq!(headers[header::CONTENT_TYPE], "text/html");
-            assert!(body.contains("<title>pi-forge</title>"), "{body}");
-        } else {
-            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-            assert!(body.contains("cargo xtask dist"), "{body}");
-        }
-    }
-
-    #[tokio::test]
-    async fn assets_have_their_content_type_and_revalidate() {
-        if !bundle_present() {
-            return; // Nothing embedded: covered by the 503 branch above.
-        }
-        for (path, mime) in [
-            ("/assets/app.css", "text/css"),
-            ("/assets/forge_web.js", "text/javascript"),
-            ("/assets/forge_web_bg.wasm", "application/wasm"),
-        ] {
-            let (status, headers, _) = get(path, false).await;
-            assert_eq!(status, StatusCode::OK, "{path}");
-            assert_eq!(headers[header::CONTENT_TYPE], mime, "{path}");
-            assert_eq!(headers[header::CACHE_CONTROL], "no-cache", "{path}");
-            let etag = headers[header::ETAG].clone();
-            let response = router(AppState { demo: false })
-                .oneshot(
-                    Request::get(path)
-                        .header(header::IF_NONE_MATCH, etag)
-                        .body(Body::empty())
-                        .unwrap(),
-                )
-                .await
-                .unwrap();
-            assert_eq!(response.status(), StatusCode::NOT_MODIFIED, "{path}");
-        }
-    }
-
-    #[tokio::test]
-    async fn unknown_paths_are_404() {
-        assert_eq!(get("/nope", false).await.0, StatusCode::NOT_FOUND);
-        assert_eq!(get("/assets/nope.js", false).await.0, StatusCode::NOT_FOUND);
     }
 }

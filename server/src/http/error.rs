@@ -1,0 +1,137 @@
+//! The one error type of the API: `{error, code, field?, details?}` with a status.
+//!
+//! `error` is a sentence for people, `code` a stable machine word the editor switches on, `field`
+//! the JSON field at fault and `details` anything structured (diagnostics, the conflicting
+//! resource). A few codes add top-level members (`stale_revision` adds `currentRevision` and
+//! `current`).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use forge_core::workspace::service::ServiceError;
+use serde_json::{Map, Value};
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// `field`, `details` and extra members: rare, so boxed to keep results small.
+    more: Option<Box<More>>,
+}
+
+#[derive(Debug, Default)]
+struct More {
+    field: Option<String>,
+    details: Option<Value>,
+    /// Extra top-level members of the body.
+    extra: Map<String, Value>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            more: None,
+        }
+    }
+
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> ApiError {
+        self.more().field = Some(field.into());
+        self
+    }
+
+    pub fn with_details(mut self, details: Value) -> ApiError {
+        self.more().details = Some(details);
+        self
+    }
+
+    pub fn with_extra(mut self, key: &str, value: Value) -> ApiError {
+        self.more().extra.insert(key.to_string(), value);
+        self
+    }
+
+    /// 400 `invalid_input`: the body has the wrong shape (the service's code for bad bodies).
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// 403 `untrusted_project`; `action` reads like `save the editor config`.
+    pub fn untrusted(action: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "untrusted_project",
+            format!("Project is not trusted; refusing to {action}."),
+        )
+    }
+
+    pub fn body(&self) -> Value {
+        let mut body = Map::new();
+        body.insert("error".into(), Value::String(self.message.clone()));
+        body.insert("code".into(), Value::String(self.code.to_string()));
+        if let Some(more) = &self.more {
+            if let Some(field) = &more.field {
+                body.insert("field".into(), Value::String(field.clone()));
+            }
+            if let Some(details) = &more.details {
+                body.insert("details".into(), details.clone());
+            }
+            for (k, v) in &more.extra {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+        Value::Object(body)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> ApiError {
+        let status =
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut api = ApiError::new(status, error.code(), error.to_string());
+        if let Some(field) = error.field() {
+            api = api.with_field(field);
+        }
+        if !error.diagnostics().is_empty() {
+            api = api.with_details(serde_json::json!({ "diagnostics": error.diagnostics() }));
+        }
+        if let ServiceError::Stale {
+            current_revision,
+            current,
+        } = error
+        {
+            api = api
+                .with_extra("currentRevision", Value::String(current_revision))
+                .with_extra("current", current.unwrap_or(Value::Null));
+        }
+        api
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(error: tokio::task::JoinError) -> ApiError {
+        ApiError::internal(format!("A background task failed: {error}"))
+    }
+}

@@ -1,0 +1,73 @@
+//! `GET /api/events`: one server-sent event stream per editor tab.
+//!
+//! - `event: ready` once at the start, with `{type:"ready", generation}`: the stream is
+//!   subscribed, so any later change will arrive;
+//! - `event: changed` with `{type:"changed", generation, changes:[…]}` after every reload that
+//!   changed something (see `state.rs`);
+//! - `event: resync` with `{type:"resync", generation}` when this stream fell behind and missed
+//!   changes: refetch everything;
+//! - a `: keepalive` comment every 15 seconds.
+//!
+//! `EventSource` cannot send headers, so the session cookie authenticates the stream.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use forge_core::json;
+use futures_util::stream::{self, StreamExt as _};
+use serde_json::json;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+
+use super::AppState;
+
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/events", get(events))
+}
+
+async fn events(State(state): State<AppState>) -> Response {
+    let receiver = state.ws.subscribe();
+    let ready = Event::default()
+        .event("ready")
+        .data(json::to_compact(&json!({
+            "type": "ready",
+            "generation": state.ws.generation(),
+        })));
+    let ws = std::sync::Arc::clone(&state.ws);
+    let updates = BroadcastStream::new(receiver).map(move |item| match item {
+        Ok(event) => Event::default().event("changed").data(json::to_compact(
+            &serde_json::to_value(&event).unwrap_or_default(),
+        )),
+        Err(BroadcastStreamRecvError::Lagged(_)) => {
+            Event::default()
+                .event("resync")
+                .data(json::to_compact(&json!({
+                    "type": "resync",
+                    "generation": ws.generation(),
+                })))
+        }
+    });
+    let mut shutdown = state.shutdown.clone();
+    let stopped = async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+    };
+    let stream = stream::once(async { ready })
+        .chain(updates)
+        .take_until(Box::pin(stopped))
+        .map(Ok::<_, Infallible>);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive"))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

@@ -1,0 +1,111 @@
+//! `GET /api/meta`, `GET /api/resources` and `POST /api/reload`.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use forge_core::runtime::ToolInfo;
+use serde_json::{json, Value};
+
+use super::extract::ok_json;
+use super::AppState;
+
+/// What this server can do; the editor compares it with what it expects and asks for a reload
+/// when they differ.
+pub const FEATURES: [&str; 12] = [
+    "stacks",
+    "profiles",
+    "capabilities",
+    "config",
+    "revisions",
+    "events",
+    "validate",
+    "preview",
+    "fork",
+    "export",
+    "activate",
+    "resources",
+];
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/meta", get(meta))
+        .route("/api/resources", get(resources))
+        .route("/api/reload", post(reload))
+}
+
+/// `GET /api/meta`.
+async fn meta(State(state): State<AppState>) -> Response {
+    ok_json(&json!({
+        "name": "pi-forge",
+        "version": env!("CARGO_PKG_VERSION"),
+        "features": FEATURES,
+        "trusted": state.ws.trusted(),
+        "liveHost": false,
+        "demo": state.demo,
+        "project": state.project.display().to_string(),
+        "globalDir": state.global.display().to_string(),
+        "generation": state.ws.generation(),
+    }))
+}
+
+fn tool_view(tool: &ToolInfo) -> Value {
+    json!({
+        "name": tool.name,
+        "description": tool.description,
+        "source": tool.source,
+        "active": tool.active,
+    })
+}
+
+/// `GET /api/resources` → the tools and skills of the runtime pi-forge compiles against (without
+/// a live Pi session: Pi's built-in tools, no skills), sorted, and grouped by source.
+async fn resources(State(state): State<AppState>) -> Response {
+    let runtime = state.runtime();
+    let mut tools: Vec<&ToolInfo> = runtime.tools.iter().collect();
+    tools.sort_by(|a, b| (&a.source, &a.name).cmp(&(&b.source, &b.name)));
+    let mut skills: Vec<_> = runtime.skills.iter().collect();
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut groups: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    for tool in &tools {
+        let source = tool.source.clone().unwrap_or_else(|| "unknown".to_string());
+        match groups.iter_mut().find(|g| g.0 == source) {
+            Some(group) => group.1.push(&tool.name),
+            None => groups.push((source, vec![&tool.name], Vec::new())),
+        }
+    }
+    for skill in &skills {
+        let source = skill.file_path.clone();
+        match groups.iter_mut().find(|g| g.0 == source) {
+            Some(group) => group.2.push(&skill.name),
+            None => groups.push((source, Vec::new(), vec![&skill.name])),
+        }
+    }
+    ok_json(&json!({
+        "liveHost": runtime.live,
+        "tools": tools.iter().map(|t| tool_view(t)).collect::<Vec<_>>(),
+        "skills": skills.iter().map(|s| json!({
+            "name": s.name,
+            "description": s.description,
+            "source": s.file_path,
+            "hidden": s.disable_model_invocation,
+        })).collect::<Vec<_>>(),
+        "groups": groups.iter().map(|(source, tools, skills)| json!({
+            "source": source,
+            "tools": tools,
+            "skills": skills,
+        })).collect::<Vec<_>>(),
+    }))
+}
+
+/// `POST /api/reload` → re-reads every file now (the watcher normally does this on its own) and
+/// answers `{ok, generation, changed}`.
+async fn reload(State(state): State<AppState>) -> Response {
+    let event = state.ws.reload().await;
+    ok_json(&json!({
+        "ok": true,
+        "generation": state.ws.generation(),
+        "changed": event.map_or(0, |e| e.changes.len()),
+        "activeId": state.active_id(),
+    }))
+}

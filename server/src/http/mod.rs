@@ -1,0 +1,175 @@
+//! The editor's HTTP surface: the page, its assets and the JSON API under `/api`.
+//!
+//! One router per resource (`stacks`, `profiles`, `capabilities`, `config`) plus `meta` (meta,
+//! resources, activation) and `events` (SSE). Every request passes [`security::guard`] first
+//! (Host, token, Origin); JSON bodies go through [`extract::JsonBody`] (size limit, exact 400 and
+//! 413 answers); every error is an [`error::ApiError`]. Handlers stay thin: parse, call
+//! forge-core (the write service, the compiler), map the result. `docs/api.md` documents the wire.
+
+pub mod assets;
+mod capabilities;
+mod config;
+pub mod error;
+mod events;
+pub mod extract;
+mod meta;
+mod profiles;
+pub mod security;
+mod stacks;
+mod views;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{middleware, Router};
+use forge_core::runtime::{Clock, RuntimeSnapshot};
+use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::state::WorkspaceHandle;
+use error::ApiError;
+
+/// What every handler can reach.
+pub struct ServerState {
+    pub ws: Arc<WorkspaceHandle>,
+    pub port: u16,
+    pub token: String,
+    pub cookie_name: String,
+    /// Accepted `Host` values.
+    pub hosts: [String; 2],
+    /// Accepted `Origin` values.
+    pub origins: [String; 2],
+    pub demo: bool,
+    pub project: PathBuf,
+    pub global: PathBuf,
+    /// The stack chosen with `activate`/`disable` (`scope:id`). Without a live Pi session this
+    /// choice lives only in this process.
+    pub active: Mutex<Option<String>>,
+    /// Turns true when the server shuts down; event streams end then.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+impl ServerState {
+    pub fn new(
+        ws: Arc<WorkspaceHandle>,
+        port: u16,
+        token: String,
+        demo: bool,
+        project: PathBuf,
+        global: PathBuf,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> ServerState {
+        let active = ws.snapshot().auto_stack().map(|e| e.key.to_string());
+        ServerState {
+            ws,
+            port,
+            cookie_name: security::cookie_name(port),
+            hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            origins: [
+                format!("http://127.0.0.1:{port}"),
+                format!("http://localhost:{port}"),
+            ],
+            token,
+            demo,
+            project,
+            global,
+            active: Mutex::new(active),
+            shutdown,
+        }
+    }
+
+    pub fn active_id(&self) -> Option<String> {
+        self.active.lock().map(|a| a.clone()).unwrap_or(None)
+    }
+
+    pub fn set_active(&self, value: Option<String>) {
+        if let Ok(mut active) = self.active.lock() {
+            *active = value;
+        }
+    }
+
+    /// The documented stand-in for a live Pi session (no live host is ever connected here).
+    pub fn runtime(&self) -> RuntimeSnapshot {
+        RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), local_clock())
+    }
+}
+
+/// The clock of this machine: now, with the local UTC offset.
+fn local_clock() -> Clock {
+    let now = chrono::Local::now();
+    Clock {
+        epoch_ms: now.timestamp_millis(),
+        utc_offset_minutes: now.offset().local_minus_utc() / 60,
+    }
+}
+
+pub type AppState = Arc<ServerState>;
+
+/// The whole application.
+pub fn router(state: AppState) -> Router {
+    let assets = Router::new()
+        .route("/assets/{*path}", get(assets::asset))
+        .layer(CompressionLayer::new());
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/index.html", get(assets::index))
+        .merge(meta::routes())
+        .merge(events::routes())
+        .merge(stacks::routes())
+        .merge(profiles::routes())
+        .merge(capabilities::routes())
+        .merge(config::routes())
+        .merge(assets)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            security::guard,
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(security::CSP),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .with_state(state)
+}
+
+fn is_api(uri: &Uri) -> bool {
+    uri.path() == "/api" || uri.path().starts_with("/api/")
+}
+
+async fn not_found(uri: Uri) -> Response {
+    if is_api(&uri) {
+        ApiError::not_found("Unknown pi-forge editor API route.").into_response()
+    } else {
+        assets::not_found()
+    }
+}
+
+async fn method_not_allowed(uri: Uri) -> Response {
+    if is_api(&uri) {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "This API route does not support that method.",
+        )
+        .into_response()
+    } else {
+        (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed.").into_response()
+    }
+}

@@ -1,0 +1,409 @@
+//! `/api/profiles`: agent profiles — collection, read, create, save, delete, fork, validate,
+//! preview and status.
+//!
+//! Without a live Pi session nothing can be applied: previews describe what a profile *would* set
+//! (model, thinking level, stack, the tools that stack leaves active on Pi's built-in tools) and
+//! `current` is pi-forge's own state (the stack chosen with activate, no model).
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use forge_core::compile::{self, CompileInput, MacroRegistry};
+use forge_core::diag::{counts, Diagnostic};
+use forge_core::id::{parse_stack_choice, Scope, StackChoice};
+use forge_core::profile;
+use forge_core::stack::PromptStack;
+use forge_core::workspace::service::{self, Kind};
+use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, WorkspaceSnapshot};
+use serde_json::{json, Map, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{base_revision, etag, json_response, ok_json, resource_object, JsonBody};
+use super::stacks::selector;
+use super::views::{profile_view, with_etag};
+use super::write::{mutate, Outcome};
+use super::{AppState, ServerState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/profiles", get(collection).post(create))
+        .route("/api/profiles/validate", post(validate))
+        .route("/api/profiles/status", get(status))
+        .route("/api/profiles/{sel}", get(read).put(save).delete(remove))
+        .route("/api/profiles/{sel}/fork", post(fork))
+        .route("/api/profiles/{sel}/preview", post(preview))
+}
+
+/// The tools active after `stack`'s policy on pi-forge's stand-in runtime.
+fn effective_tools(state: &ServerState, stack: Option<&PromptStack>) -> Vec<String> {
+    let runtime = state.runtime();
+    let macros = MacroRegistry::new();
+    let input = CompileInput::new(stack, &runtime, &macros);
+    compile::compile(&input).selected_tools
+}
+
+/// `current`: what pi-forge itself has selected (no live session: no model, no thinking level).
+fn current(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+    let active = state.active_id();
+    let stack = active
+        .as_deref()
+        .and_then(|a| match parse_stack_choice(a) {
+            Ok(StackChoice::Selector(sel)) => snapshot.resolve_stack(&sel).found(),
+            _ => None,
+        })
+        .map(|e| &e.parsed.stack);
+    json!({
+        "model": Value::Null,
+        "thinkingLevel": Value::Null,
+        "promptStack": active,
+        "effectiveTools": effective_tools(state, stack),
+    })
+}
+
+/// What applying `entry` would set, and whether it could be applied.
+fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
+    let profile = &entry.parsed.profile;
+    let mut diagnostics = entry.diagnostics.clone();
+    let (stack_key, stack, resolves) = match snapshot.profile_stack(entry) {
+        Ok(Some(stack)) => (Some(stack.key.to_string()), Some(stack), stack.usable()),
+        Ok(None) => (None, None, true),
+        Err(e) => {
+            let d = Diagnostic::error(e.to_string()).with_field("promptStack");
+            if !diagnostics.contains(&d) {
+                diagnostics.push(d);
+            }
+            (None, None, false)
+        }
+    };
+    let policy = stack.and_then(|s| s.parsed.stack.tools.as_ref().map(|p| p.to_value()));
+    json!({
+        "profileId": profile.id,
+        "name": profile.name,
+        "description": profile.description,
+        "sourcePath": entry.path,
+        "autoActivate": profile.auto_activate == Some(true),
+        "current": current(state, snapshot),
+        "target": {
+            "model": profile.model.to_value(),
+            "thinkingLevel": profile.thinking_level.as_str(),
+            "promptStack": stack_key,
+            "effectiveTools": effective_tools(state, stack.map(|s| &s.parsed.stack)),
+            "toolPolicy": policy,
+        },
+        "applicable": entry.usable() && resolves,
+        "liveHost": false,
+        "diagnostics": diagnostics,
+    })
+}
+
+fn entry_view(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
+    let mut map = profile_view(entry, snapshot);
+    map.insert("preview".into(), preview_of(state, snapshot, entry));
+    map.insert("lastApplied".into(), Value::Null);
+    Value::Object(map)
+}
+
+fn status_view(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+    json!({
+        "liveHost": false,
+        "current": current(state, snapshot),
+        "lastApplied": Value::Null,
+    })
+}
+
+fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a ProfileEntry> {
+    match snapshot.resolve_profile(&selector(sel)?) {
+        Resolved::Found(entry) => Ok(entry),
+        Resolved::NotFound => Err(ApiError::not_found(format!("Unknown agent profile: {sel}"))),
+        Resolved::Ambiguous(entries) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "ambiguous",
+            format!(
+                "Agent profile {sel} is ambiguous: several files define it ({}).",
+                entries
+                    .iter()
+                    .map(|e| e.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// `GET /api/profiles` → the collection.
+async fn collection(State(state): State<AppState>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let view = tokio::task::spawn_blocking(move || {
+        let profiles: Vec<Value> = snapshot
+            .profiles
+            .iter()
+            .map(|e| entry_view(&state, &snapshot, e))
+            .collect();
+        let stacks: Vec<Value> = snapshot
+            .stacks
+            .iter()
+            .map(|e| {
+                json!({
+                    "id": e.key.id,
+                    "name": e.parsed.stack.name(),
+                    "selector": e.key.to_string(),
+                    "scope": e.key.scope.as_str(),
+                })
+            })
+            .collect();
+        let dir = |scope| {
+            state
+                .ws
+                .store
+                .dir_path(scope, Dir::Profiles)
+                .map(|p| p.display().to_string())
+                .ok()
+        };
+        json!({
+            "trusted": snapshot.trusted,
+            "liveHost": false,
+            "profileDirectory": dir(Scope::Project),
+            "globalProfileDirectory": dir(Scope::Global),
+            "profiles": profiles,
+            "status": status_view(&state, &snapshot),
+            "models": [],
+            "promptStacks": stacks,
+        })
+    })
+    .await?;
+    Ok(ok_json(&view))
+}
+
+/// `GET /api/profiles/status` → `{liveHost, current, lastApplied}`.
+async fn status(State(state): State<AppState>) -> Response {
+    let snapshot = state.ws.snapshot();
+    ok_json(&status_view(&state, &snapshot))
+}
+
+/// `GET /api/profiles/:sel` (a bare id prefers the project) → the profile with its preview.
+async fn read(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?;
+    Ok(with_etag(
+        &entry_view(&state, &snapshot, entry),
+        &entry.revision,
+    ))
+}
+
+fn written_response(
+    state: &ServerState,
+    status: StatusCode,
+    outcome: &Outcome,
+    snapshot: &WorkspaceSnapshot,
+) -> ApiResult<Response> {
+    let written = outcome
+        .written
+        .as_ref()
+        .ok_or_else(|| ApiError::internal("The write reported no file."))?;
+    let entry = snapshot
+        .profiles
+        .iter()
+        .find(|e| e.file == written.file)
+        .ok_or_else(|| ApiError::internal("The written profile did not load."))?;
+    let mut view = entry_view(state, snapshot, entry);
+    if let Value::Object(map) = &mut view {
+        map.insert("ok".into(), Value::Bool(true));
+    }
+    let mut response = json_response(status, &view);
+    if let Some(value) = etag(&written.revision) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+/// `POST /api/profiles` `{profile, scope?, overwrite?}` → 201.
+async fn create(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+    let body = body.object()?;
+    let value = resource_object(&body, "profile")?;
+    let scope = service::parse_scope(body.get("scope"))?;
+    let overwrite = matches!(body.get("overwrite"), Some(Value::Bool(true)));
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::create(store, snapshot, Kind::Profile, scope, &value, overwrite).map(Outcome::from)
+    })
+    .await?;
+    written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
+}
+
+/// `PUT /api/profiles/:sel` `{profile, sourceRevision?}` with `If-Match` or a body revision. A
+/// bare id means the project's profile; a global one needs `global:<id>`.
+async fn save(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let expected = base_revision(&headers, &body)?;
+    let value = resource_object(&body, "profile")?;
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::update(
+            store,
+            snapshot,
+            Kind::Profile,
+            &selector,
+            expected.as_deref(),
+            &value,
+        )
+        .map(Outcome::from)
+    })
+    .await?;
+    written_response(&state, StatusCode::OK, &outcome, &snapshot)
+}
+
+/// `DELETE /api/profiles/:sel` with `If-Match` or `{sourceRevision}` → `{ok, deleted}`.
+async fn remove(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let expected = base_revision(&headers, &body)?;
+    let (outcome, _) = mutate(&state, move |store, snapshot| {
+        Outcome::delete(
+            store,
+            snapshot,
+            Kind::Profile,
+            &selector,
+            expected.as_deref(),
+        )
+    })
+    .await?;
+    Ok(ok_json(&json!({
+        "ok": true,
+        "deleted": outcome.deleted.map(|k| k.to_string()),
+    })))
+}
+
+/// `POST /api/profiles/:sel/fork` `{id, scope?}` → 201.
+async fn fork(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let Some(new_id) = body.get("id").and_then(Value::as_str).map(str::to_string) else {
+        return Err(
+            ApiError::bad_request("id must be a string: the id of the copy.").with_field("id"),
+        );
+    };
+    let scope = service::parse_scope(body.get("scope"))?;
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::fork(store, snapshot, Kind::Profile, &selector, &new_id, scope).map(Outcome::from)
+    })
+    .await?;
+    written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
+}
+
+/// A draft profile as if it were loaded from `file` in `scope`, with `diagnostics`.
+fn draft_entry(
+    value: &Value,
+    scope: Scope,
+    file_name: &str,
+    diagnostics: Vec<Diagnostic>,
+) -> ApiResult<ProfileEntry> {
+    let parsed = profile::parse_profile_value(value.clone(), file_name, scope);
+    let file = FileRef::new(scope, Dir::Profiles, file_name)
+        .or_else(|_| FileRef::new(scope, Dir::Profiles, "draft.json"))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(Loaded {
+        key: parsed.profile.key(scope),
+        file,
+        path: String::new(),
+        revision: String::new(),
+        parsed,
+        diagnostics,
+    })
+}
+
+fn validation_view(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    entry: &ProfileEntry,
+) -> Value {
+    let (errors, warnings, _) = counts(&entry.diagnostics);
+    json!({
+        "preview": preview_of(state, snapshot, entry),
+        "diagnostics": entry.diagnostics,
+        "errors": errors,
+        "warnings": warnings,
+        "valid": errors == 0,
+    })
+}
+
+/// `POST /api/profiles/validate` `{profile, existingId?, scope?}` → `{preview, diagnostics,
+/// errors, warnings, valid}`. With `existingId` the draft is checked as a save of that profile.
+async fn validate(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+    let body = body.object()?;
+    let value = resource_object(&body, "profile")?;
+    let snapshot = state.ws.snapshot();
+    let entry = match body.get("existingId") {
+        None | Some(Value::Null) => {
+            let scope = service::parse_scope(body.get("scope"))?;
+            let diagnostics = service::validate(Kind::Profile, scope, &value, &snapshot);
+            let id = value.get("id").and_then(Value::as_str).unwrap_or("draft");
+            draft_entry(&value, scope, &format!("{id}.json"), diagnostics)?
+        }
+        Some(Value::String(existing)) => {
+            let selector = selector(existing)?;
+            let target = service::resolve_for_write(&snapshot, Kind::Profile, &selector)?;
+            let (scope, name) = (target.key.scope, target.file.name().to_string());
+            let diagnostics =
+                service::validate_update(Kind::Profile, &selector, &value, &snapshot)?;
+            draft_entry(&value, scope, &name, diagnostics)?
+        }
+        Some(_) => {
+            return Err(
+                ApiError::bad_request("existingId must be a string.").with_field("existingId")
+            )
+        }
+    };
+    let view =
+        tokio::task::spawn_blocking(move || validation_view(&state, &snapshot, &entry)).await?;
+    Ok(ok_json(&view))
+}
+
+/// `POST /api/profiles/:sel/preview` `{profile?}` → the preview of the saved profile, or of the
+/// draft as a save over it.
+async fn preview(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body: Map<String, Value> = body.object()?;
+    let snapshot = state.ws.snapshot();
+    let entry = match body.get("profile") {
+        None | Some(Value::Null) => resolve(&snapshot, &sel)?.clone(),
+        Some(draft @ Value::Object(_)) => {
+            let selector = selector(&sel)?;
+            let target = service::resolve_for_write(&snapshot, Kind::Profile, &selector)?;
+            let (scope, name) = (target.key.scope, target.file.name().to_string());
+            let diagnostics = service::validate_update(Kind::Profile, &selector, draft, &snapshot)?;
+            draft_entry(draft, scope, &name, diagnostics)?
+        }
+        Some(_) => {
+            return Err(
+                ApiError::bad_request("profile must be a JSON object.").with_field("profile")
+            )
+        }
+    };
+    let view = tokio::task::spawn_blocking(move || {
+        let mut view = preview_of(&state, &snapshot, &entry);
+        if let Value::Object(map) = &mut view {
+            map.insert("ok".into(), Value::Bool(true));
+        }
+        view
+    })
+    .await?;
+    Ok(ok_json(&view))
+}

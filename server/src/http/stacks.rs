@@ -1,0 +1,401 @@
+//! `/api/stacks`: prompt stacks ("Presets") — list, read, create, save, delete, fork, export,
+//! validate, draft preview, activate; plus `/api/disable`.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use forge_core::canonical::revision;
+use forge_core::compile::{self, CompileInput, MacroRegistry};
+use forge_core::id::{parse_selector, Selector};
+use forge_core::json;
+use forge_core::stack::{self, ParseOptions};
+use forge_core::workspace::service::{self, Kind};
+use forge_core::workspace::{
+    Resolved, StackEntry, Store as _, StoreError, WorkspaceSnapshot, MAX_STACK_BYTES,
+};
+use serde_json::{json, Map, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{base_revision, etag, json_response, ok_json, resource_object, JsonBody};
+use super::views::{stack_detail, stack_summary, with_etag};
+use super::write::{mutate, Outcome};
+use super::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/stacks", get(list).post(create))
+        .route("/api/stacks/validate", post(validate_new))
+        .route("/api/stacks/{sel}", get(read).put(save).delete(remove))
+        .route("/api/stacks/{sel}/fork", post(fork))
+        .route("/api/stacks/{sel}/export", get(export))
+        .route("/api/stacks/{sel}/validate", post(validate_existing))
+        .route("/api/stacks/{sel}/preview", post(preview))
+        .route("/api/stacks/{sel}/activate", post(activate))
+        .route("/api/disable", post(disable))
+}
+
+/// A selector from the path, or 400 `invalid_selector` with the grammar's message.
+pub fn selector(text: &str) -> ApiResult<Selector> {
+    parse_selector(text)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_selector", e.to_string()))
+}
+
+fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a StackEntry> {
+    match snapshot.resolve_stack(&selector(sel)?) {
+        Resolved::Found(entry) => Ok(entry),
+        Resolved::NotFound => Err(ApiError::not_found(format!("Unknown prompt stack: {sel}"))),
+        Resolved::Ambiguous(entries) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "ambiguous",
+            format!(
+                "Prompt stack {sel} is ambiguous: several files define it ({}).",
+                entries
+                    .iter()
+                    .map(|e| e.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+fn summaries(state: &AppState, snapshot: &WorkspaceSnapshot) -> Vec<Value> {
+    let active = state.active_id();
+    snapshot
+        .stacks
+        .iter()
+        .map(|e| stack_summary(e, snapshot, active.as_deref()))
+        .collect()
+}
+
+/// `GET /api/stacks` → `{stacks, activeId, trusted, cwd}`.
+async fn list(State(state): State<AppState>) -> Response {
+    let snapshot = state.ws.snapshot();
+    ok_json(&json!({
+        "stacks": summaries(&state, &snapshot),
+        "activeId": state.active_id(),
+        "trusted": snapshot.trusted,
+        "cwd": state.project.display().to_string(),
+    }))
+}
+
+/// `GET /api/stacks/:sel` → the stack as on disk with revision, diagnostics, scope and path.
+async fn read(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?;
+    Ok(with_etag(
+        &stack_detail(entry, state.active_id().as_deref()),
+        &entry.revision,
+    ))
+}
+
+/// The answer to a successful write: `{ok: true, ...the stack's view}` with its `ETag`.
+fn written_response(
+    state: &AppState,
+    status: StatusCode,
+    outcome: &Outcome,
+    snapshot: &WorkspaceSnapshot,
+) -> ApiResult<Response> {
+    let Some(written) = &outcome.written else {
+        return Err(ApiError::internal("The write reported no file."));
+    };
+    let entry = snapshot
+        .stacks
+        .iter()
+        .find(|e| e.file == written.file)
+        .ok_or_else(|| ApiError::internal("The written stack did not load."))?;
+    let mut view = stack_detail(entry, state.active_id().as_deref());
+    if let Value::Object(map) = &mut view {
+        map.insert("ok".into(), Value::Bool(true));
+    }
+    let mut response = json_response(status, &view);
+    if let Some(value) = etag(&written.revision) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+fn flag(body: &Map<String, Value>, key: &str) -> ApiResult<bool> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ApiError::bad_request(format!("{key} must be a boolean.")).with_field(key)),
+    }
+}
+
+/// `POST /api/stacks` `{stack, scope?, activate?, overwrite?}` → 201 with the new stack.
+async fn create(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+    let body = body.object()?;
+    let stack = resource_object(&body, "stack")?;
+    let scope = service::parse_scope(body.get("scope"))?;
+    let activate = flag(&body, "activate")?;
+    let overwrite = flag(&body, "overwrite")?;
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::create(store, snapshot, Kind::Stack, scope, &stack, overwrite).map(Outcome::from)
+    })
+    .await?;
+    if activate {
+        if let Some(written) = &outcome.written {
+            state.set_active(Some(written.key.to_string()));
+        }
+    }
+    written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
+}
+
+/// `PUT /api/stacks/:sel` `{stack, sourceRevision?}` (or a bare stack) with `If-Match` or a body
+/// revision → the saved stack.
+async fn save(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let expected = base_revision(&headers, &body)?;
+    let stack = resource_object(&body, "stack")?;
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::update(
+            store,
+            snapshot,
+            Kind::Stack,
+            &selector,
+            expected.as_deref(),
+            &stack,
+        )
+        .map(Outcome::from)
+    })
+    .await?;
+    written_response(&state, StatusCode::OK, &outcome, &snapshot)
+}
+
+/// `DELETE /api/stacks/:sel` with `If-Match` or `{sourceRevision}` → `{ok, selector, activeId}`.
+async fn remove(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let expected = base_revision(&headers, &body)?;
+    let (outcome, _) = mutate(&state, move |store, snapshot| {
+        Outcome::delete(store, snapshot, Kind::Stack, &selector, expected.as_deref())
+    })
+    .await?;
+    let key = outcome.deleted.as_ref().map(ToString::to_string);
+    if key.is_some() && state.active_id() == key {
+        state.set_active(None);
+    }
+    Ok(ok_json(&json!({
+        "ok": true,
+        "deleted": key,
+        "activeId": state.active_id(),
+    })))
+}
+
+/// `POST /api/stacks/:sel/fork` `{id, scope?}` → 201 with the copy.
+async fn fork(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let selector = selector(&sel)?;
+    let Some(new_id) = body.get("id").and_then(Value::as_str).map(str::to_string) else {
+        return Err(
+            ApiError::bad_request("id must be a string: the id of the copy.").with_field("id"),
+        );
+    };
+    let scope = service::parse_scope(body.get("scope"))?;
+    let activate = flag(&body, "activate")?;
+    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
+        service::fork(store, snapshot, Kind::Stack, &selector, &new_id, scope).map(Outcome::from)
+    })
+    .await?;
+    if activate {
+        if let Some(written) = &outcome.written {
+            state.set_active(Some(written.key.to_string()));
+        }
+    }
+    written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
+}
+
+/// `GET /api/stacks/:sel/export` → the file's bytes, exactly as on disk, as a download.
+async fn export(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?;
+    let (file, id) = (entry.file.clone(), entry.key.id.clone());
+    let store = std::sync::Arc::clone(&state.ws.store);
+    let bytes = tokio::task::spawn_blocking(move || store.read(&file, MAX_STACK_BYTES))
+        .await?
+        .map_err(|e| match e {
+            StoreError::Missing(_) => ApiError::not_found(format!("Unknown prompt stack: {sel}")),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", other.to_string()),
+        })?;
+    let disposition = format!("attachment; filename=\"{id}.json\"");
+    let tag = etag(&revision(&bytes));
+    let mut response = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    if let Some(value) = tag {
+        headers.insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+fn diagnostics_response(diagnostics: &[forge_core::diag::Diagnostic]) -> Response {
+    let (errors, warnings, _) = forge_core::diag::counts(diagnostics);
+    ok_json(&json!({
+        "diagnostics": diagnostics,
+        "errors": errors,
+        "warnings": warnings,
+        "valid": errors == 0,
+    }))
+}
+
+/// `POST /api/stacks/validate` `{stack, scope?}` → `{diagnostics, errors, warnings, valid}` for a
+/// new stack in `scope`.
+async fn validate_new(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+    let body = body.object()?;
+    let stack = resource_object(&body, "stack")?;
+    let scope = service::parse_scope(body.get("scope"))?;
+    let snapshot = state.ws.snapshot();
+    Ok(diagnostics_response(&service::validate(
+        Kind::Stack,
+        scope,
+        &stack,
+        &snapshot,
+    )))
+}
+
+/// `POST /api/stacks/:sel/validate` `{stack}` → the diagnostics a save of `stack` over `:sel`
+/// would face (a changed id included).
+async fn validate_existing(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let stack = resource_object(&body, "stack")?;
+    let selector = selector(&sel)?;
+    let snapshot = state.ws.snapshot();
+    let diagnostics = service::validate_update(Kind::Stack, &selector, &stack, &snapshot)?;
+    Ok(diagnostics_response(&diagnostics))
+}
+
+/// `POST /api/stacks/:sel/preview` `{stack?, messages?}` → `{ok, stackId, liveHost, text, preview,
+/// compiled, diagnostics}`. Compiles the draft (or the saved stack) against pi-forge's stand-in
+/// runtime; `messages` replaces its (empty) conversation.
+async fn preview(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let snapshot = state.ws.snapshot();
+    let saved = match resolve(&snapshot, &sel) {
+        Ok(entry) => Some(entry),
+        Err(e) if e.code == "not_found" && body.get("stack").is_some() => None,
+        Err(e) => return Err(e),
+    };
+    let (stack, label, load_diagnostics) = match body.get("stack") {
+        None | Some(Value::Null) => {
+            let entry =
+                saved.ok_or_else(|| ApiError::not_found(format!("Unknown prompt stack: {sel}")))?;
+            (
+                entry.parsed.stack.clone(),
+                entry.key.to_string(),
+                entry.diagnostics.clone(),
+            )
+        }
+        Some(draft @ Value::Object(_)) => {
+            let file_name = saved
+                .map(|e| e.file.name().to_string())
+                .unwrap_or_else(|| "draft.json".to_string());
+            let parsed = stack::parse_stack_value(draft.clone(), &ParseOptions::new(&file_name));
+            let label = match saved {
+                Some(entry) => entry.key.to_string(),
+                None => parsed.stack.id().to_string(),
+            };
+            (parsed.stack, label, parsed.diagnostics)
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "stack must be a JSON object, not {}.",
+                json::type_name(other)
+            ))
+            .with_field("stack"))
+        }
+    };
+    let mut runtime = state.runtime();
+    match body.get("messages") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(messages)) => runtime.messages = messages.clone(),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "messages must be an array of Pi messages, not {}.",
+                json::type_name(other)
+            ))
+            .with_field("messages"))
+        }
+    }
+    let result = tokio::task::spawn_blocking(move || {
+        let macros = MacroRegistry::new();
+        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        input.stack_key = Some(label.clone());
+        let compiled = compile::compile(&input);
+        let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
+        let text = compile::preview_text(&preview);
+        json!({
+            "ok": true,
+            "stackId": label,
+            "liveHost": false,
+            "text": text,
+            "diagnostics": preview.diagnostics,
+            "preview": preview,
+            "compiled": compiled,
+        })
+    })
+    .await?;
+    Ok(ok_json(&result))
+}
+
+/// `POST /api/stacks/:sel/activate` → `{ok, activeId}`. Without a live Pi session the choice is
+/// kept in this server's memory only; a stack with errors is refused.
+async fn activate(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?;
+    if !entry.usable() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_usable",
+            format!(
+                "Prompt stack {} has errors and cannot be activated until they are fixed.",
+                entry.key
+            ),
+        )
+        .with_details(json!({ "diagnostics": entry.diagnostics })));
+    }
+    state.set_active(Some(entry.key.to_string()));
+    Ok(ok_json(
+        &json!({ "ok": true, "activeId": state.active_id() }),
+    ))
+}
+
+/// `POST /api/disable` → `{ok, activeId: null}`: run without a stack.
+async fn disable(State(state): State<AppState>) -> Response {
+    state.set_active(None);
+    ok_json(&json!({ "ok": true, "activeId": Value::Null }))
+}

@@ -1,0 +1,67 @@
+//! The write path shared by every mutation: take the workspace lock, run the forge-core write
+//! service on the blocking pool against the current snapshot, then reload while still holding
+//! the lock. So a `GET` right after the response sees the new revision, and the change is
+//! published once, with origin `self`; the watcher's later reload finds nothing new.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use forge_core::id::{ResourceKey, Selector};
+use forge_core::workspace::service::{self, Kind, ServiceError, Written};
+use forge_core::workspace::{FileRef, FsStore, WorkspaceSnapshot};
+
+use super::error::ApiResult;
+use super::ServerState;
+
+/// What a mutation wrote.
+pub struct Outcome {
+    /// The files the service changed (created, replaced or deleted).
+    pub files: HashSet<FileRef>,
+    pub written: Option<Written>,
+    /// The resource a delete removed.
+    pub deleted: Option<ResourceKey>,
+}
+
+impl From<Written> for Outcome {
+    fn from(written: Written) -> Outcome {
+        Outcome {
+            files: [written.file.clone()].into_iter().collect(),
+            written: Some(written),
+            deleted: None,
+        }
+    }
+}
+
+impl Outcome {
+    /// Resolves `selector` for writing, then deletes it at `expected`.
+    pub fn delete(
+        store: &FsStore,
+        snapshot: &WorkspaceSnapshot,
+        kind: Kind,
+        selector: &Selector,
+        expected: Option<&str>,
+    ) -> Result<Outcome, ServiceError> {
+        let target = service::resolve_for_write(snapshot, kind, selector)?;
+        let (file, key) = (target.file.clone(), target.key.clone());
+        service::delete(store, snapshot, kind, selector, expected)?;
+        Ok(Outcome {
+            files: [file].into_iter().collect(),
+            written: None,
+            deleted: Some(key),
+        })
+    }
+}
+
+/// Runs `op` under the workspace lock and reloads after it succeeded. Returns what it wrote and
+/// the snapshot that includes it.
+pub async fn mutate<F>(state: &ServerState, op: F) -> ApiResult<(Outcome, Arc<WorkspaceSnapshot>)>
+where
+    F: FnOnce(&FsStore, &WorkspaceSnapshot) -> Result<Outcome, ServiceError> + Send + 'static,
+{
+    let guard = state.ws.lock().await;
+    let snapshot = state.ws.snapshot();
+    let store = Arc::clone(&state.ws.store);
+    let outcome = tokio::task::spawn_blocking(move || op(&store, &snapshot)).await??;
+    state.ws.reload_locked(&guard, &outcome.files).await;
+    Ok((outcome, state.ws.snapshot()))
+}

@@ -1,0 +1,338 @@
+//! The one owner of the workspace while `pi-forge ui` runs.
+//!
+//! [`WorkspaceHandle`] holds the current [`WorkspaceSnapshot`] behind an `ArcSwap`: readers take
+//! the whole snapshot with one atomic load and never see a half-built one. Every change goes
+//! through [`WorkspaceHandle::reload`], which builds a complete new snapshot on the blocking pool,
+//! swaps it in, compares it with the old one file by file and publishes at most one
+//! [`Event`] on the broadcast channel behind `GET /api/events`.
+//!
+//! Writes and reloads are serialized by one async mutex ([`WorkspaceHandle::lock`]). A handler
+//! holds it across "call the service, reload", so the changes of its own write are published once,
+//! with origin `self`, before the watcher's reload for the same files can run; that later reload
+//! finds nothing new and publishes nothing.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use forge_core::workspace::{self, FileRef, FsStore, LoadOptions, Loaded, WorkspaceSnapshot};
+use serde::Serialize;
+use tokio::sync::{broadcast, Mutex, MutexGuard};
+
+/// Capacity of the event channel; a subscriber that falls further behind gets a `resync`.
+const EVENT_CAPACITY: usize = 256;
+
+/// What changed for one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// Who caused a change: this server's own write, or anything else (an editor, git, a script).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    #[serde(rename = "self")]
+    Own,
+    External,
+}
+
+/// One changed resource file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// `stack`, `profile`, `capability` or `config`.
+    pub kind: &'static str,
+    /// `scope:id` (`project:config` for the config file).
+    pub key: String,
+    /// Absolute path on disk.
+    pub path: String,
+    /// The new revision; `null` after a delete.
+    pub revision: Option<String>,
+    pub change: ChangeKind,
+    pub origin: Origin,
+}
+
+/// The payload of one `changed` server-sent event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Increases by one with every published change set.
+    pub generation: u64,
+    pub changes: Vec<Change>,
+}
+
+/// Identity of a loaded file in a snapshot, for diffing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FileState {
+    kind: &'static str,
+    key: String,
+    path: String,
+    revision: String,
+}
+
+fn file_states(snapshot: &WorkspaceSnapshot) -> BTreeMap<FileRef, FileState> {
+    fn add<T>(out: &mut BTreeMap<FileRef, FileState>, kind: &'static str, entries: &[Loaded<T>]) {
+        for e in entries {
+            out.insert(
+                e.file.clone(),
+                FileState {
+                    kind,
+                    key: e.key.to_string(),
+                    path: e.path.clone(),
+                    revision: e.revision.clone(),
+                },
+            );
+        }
+    }
+    let mut out = BTreeMap::new();
+    add(&mut out, "stack", &snapshot.stacks);
+    add(&mut out, "profile", &snapshot.profiles);
+    add(&mut out, "capability", &snapshot.capabilities);
+    if let Some(config) = &snapshot.config {
+        add(&mut out, "config", std::slice::from_ref(config));
+    }
+    out
+}
+
+/// The files that differ between two snapshots (by file address, then revision or id), in file
+/// order. `own` names the files this server just wrote.
+pub fn diff(
+    old: &WorkspaceSnapshot,
+    new: &WorkspaceSnapshot,
+    own: &HashSet<FileRef>,
+) -> Vec<Change> {
+    let before = file_states(old);
+    let after = file_states(new);
+    let origin = |file: &FileRef| {
+        if own.contains(file) {
+            Origin::Own
+        } else {
+            Origin::External
+        }
+    };
+    let mut changes = Vec::new();
+    let mut files: Vec<&FileRef> = before.keys().chain(after.keys()).collect();
+    files.sort();
+    files.dedup();
+    for file in files {
+        let (state, change) = match (before.get(file), after.get(file)) {
+            (None, Some(now)) => (now, ChangeKind::Created),
+            (Some(was), None) => (was, ChangeKind::Deleted),
+            (Some(was), Some(now)) if was != now => (now, ChangeKind::Updated),
+            _ => continue,
+        };
+        changes.push(Change {
+            kind: state.kind,
+            key: state.key.clone(),
+            path: state.path.clone(),
+            revision: (change != ChangeKind::Deleted).then(|| state.revision.clone()),
+            change,
+            origin: origin(file),
+        });
+    }
+    changes
+}
+
+/// The workspace of one running editor.
+pub struct WorkspaceHandle {
+    pub store: Arc<FsStore>,
+    options: LoadOptions,
+    snapshot: ArcSwap<WorkspaceSnapshot>,
+    events: broadcast::Sender<Event>,
+    write_lock: Mutex<()>,
+    generation: AtomicU64,
+}
+
+impl WorkspaceHandle {
+    /// Loads the workspace once (blocking: call it before serving, or on the blocking pool).
+    pub fn open(store: FsStore, options: LoadOptions) -> WorkspaceHandle {
+        let snapshot = workspace::load(&store, &options);
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        WorkspaceHandle {
+            store: Arc::new(store),
+            options,
+            snapshot: ArcSwap::from_pointee(snapshot),
+            events,
+            write_lock: Mutex::new(()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The current snapshot: complete and immutable.
+    pub fn snapshot(&self) -> Arc<WorkspaceSnapshot> {
+        self.snapshot.load_full()
+    }
+
+    pub fn trusted(&self) -> bool {
+        self.options.trusted
+    }
+
+    /// The number of change sets published so far.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Serializes writes and reloads. Hold the guard across "write, then [`Self::reload_locked`]".
+    pub async fn lock(&self) -> MutexGuard<'_, ()> {
+        self.write_lock.lock().await
+    }
+
+    /// Reloads after changes made by someone else (the watcher's path).
+    pub async fn reload(&self) -> Option<Event> {
+        let guard = self.lock().await;
+        self.reload_locked(&guard, &HashSet::new()).await
+    }
+
+    /// Builds a new snapshot, swaps it in and publishes what changed (nothing when nothing did).
+    /// `own` names the files the caller just wrote; their changes carry origin `self`.
+    pub async fn reload_locked(
+        &self,
+        _guard: &MutexGuard<'_, ()>,
+        own: &HashSet<FileRef>,
+    ) -> Option<Event> {
+        let store = Arc::clone(&self.store);
+        let options = self.options.clone();
+        let fresh =
+            match tokio::task::spawn_blocking(move || workspace::load(&*store, &options)).await {
+                Ok(snapshot) => snapshot,
+                Err(error) => {
+                    eprintln!("pi-forge: reloading the workspace failed: {error}");
+                    return None;
+                }
+            };
+        let old = self.snapshot.swap(Arc::new(fresh));
+        let new = self.snapshot.load();
+        let changes = diff(&old, &new, own);
+        if changes.is_empty() {
+            return None;
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let event = Event {
+            kind: "changed",
+            generation,
+            changes,
+        };
+        // No subscriber is fine: nobody is listening.
+        let _ = self.events.send(event.clone());
+        Some(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use forge_core::id::Scope;
+    use forge_core::workspace::{Dir, MemStore, Store};
+
+    const STACK: &str = r#"{"id":"a","items":[]}"#;
+
+    fn load(store: &MemStore) -> WorkspaceSnapshot {
+        workspace::load(
+            store,
+            &LoadOptions {
+                trusted: true,
+                extra_slots: Vec::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn diff_reports_created_updated_and_deleted_files_with_their_origin() {
+        let store = MemStore::new();
+        store.insert(Scope::Project, ".pi/forge/prompt-stacks/a.json", STACK);
+        store.insert(Scope::Global, "agent-profiles/p.json", "{}");
+        let before = load(&store);
+        assert!(diff(&before, &before, &HashSet::new()).is_empty());
+
+        let a = FileRef::new(Scope::Project, Dir::Stacks, "a.json").unwrap();
+        let old_revision = before.revision_of(&a).unwrap().to_string();
+        store
+            .update(&a, &old_revision, br#"{"id":"a","name":"A","items":[]}"#)
+            .unwrap();
+        store.insert(Scope::Global, "capabilities/c.json", "{}");
+        let p = FileRef::new(Scope::Global, Dir::Profiles, "p.json").unwrap();
+        let p_revision = before.revision_of(&p).unwrap().to_string();
+        store.delete(&p, &p_revision).unwrap();
+        let after = load(&store);
+
+        let own: HashSet<FileRef> = [a.clone()].into_iter().collect();
+        let changes = diff(&before, &after, &own);
+        let summary: Vec<(&str, &str, ChangeKind, Origin, bool)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.kind,
+                    c.key.as_str(),
+                    c.change,
+                    c.origin,
+                    c.revision.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("stack", "project:a", ChangeKind::Updated, Origin::Own, true),
+                (
+                    "profile",
+                    "global:p",
+                    ChangeKind::Deleted,
+                    Origin::External,
+                    false
+                ),
+                (
+                    "capability",
+                    "global:c",
+                    ChangeKind::Created,
+                    Origin::External,
+                    true
+                ),
+            ]
+        );
+        assert_eq!(
+            changes[0].revision.as_deref(),
+            after.revision_of(&a),
+            "an update names the new revision"
+        );
+    }
+
+    #[test]
+    fn events_serialize_with_the_wire_names() {
+        let event = Event {
+            kind: "changed",
+            generation: 3,
+            changes: vec![Change {
+                kind: "stack",
+                key: "project:a".into(),
+                path: "/p/.pi/forge/prompt-stacks/a.json".into(),
+                revision: None,
+                change: ChangeKind::Deleted,
+                origin: Origin::Own,
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(&event).unwrap(),
+            serde_json::json!({
+                "type": "changed",
+                "generation": 3,
+                "changes": [{
+                    "kind": "stack",
+                    "key": "project:a",
+                    "path": "/p/.pi/forge/prompt-stacks/a.json",
+                    "revision": null,
+                    "change": "deleted",
+                    "origin": "self"
+                }]
+            })
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! `pi-forge ui` start, reuse, replacement after a crash, restart and `ui stop`, as real
+//! processes.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{split_url, Dirs, Server};
+
+/// Runs `pi-forge ui --no-open --port 0 --project <p> [extra]` to completion (the reuse case)
+/// and returns its first stdout line.
+fn run_ui(dirs: &Dirs, extra: &[&str]) -> (std::process::ExitStatus, String, String) {
+    let project = dirs.project();
+    let mut args = vec![
+        "ui",
+        "--no-open",
+        "--port",
+        "0",
+        "--project",
+        project.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = dirs.command(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (
+        out.status,
+        stdout.lines().next().unwrap_or_default().to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn meta_ok(server_url: &str) -> bool {
+    let (base, token) = split_url(server_url);
+    reqwest::blocking::Client::new()
+        .get(format!("{base}/api/meta"))
+        .header("x-pi-forge-token", token)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .is_ok_and(|r| r.status().is_success())
+}
+
+#[test]
+fn a_second_run_reuses_the_live_server_and_a_dead_one_is_replaced() {
+    let dirs = Dirs::new();
+    let mut first = Server::start(&dirs, &[], &[]);
+    assert!(meta_ok(&first.url));
+    let states = dirs.state_files();
+    assert_eq!(states.len(), 1);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&states[0]).unwrap()).unwrap();
+    assert_eq!(record["url"], first.url);
+    assert_eq!(record["port"], first.port);
+    assert_eq!(record["pid"], first.child.id());
+    assert_eq!(record["project"], dirs.project().display().to_string());
+    assert_eq!(record["version"], env!("CARGO_PKG_VERSION"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&states[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(states[0].parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+    }
+
+    // While the first lives, a second run prints the same URL and exits without serving.
+    for _ in 0..2 {
+        let (status, url, stderr) = run_ui(&dirs, &[]);
+        assert!(status.success(), "{stderr}");
+        assert_eq!(url, first.url, "{stderr}");
+        assert!(stderr.contains("already running"), "{stderr}");
+    }
+    assert!(
+        first.child.try_wait().unwrap().is_none(),
+        "the first server still runs"
+    );
+
+    // After it dies (without cleaning up), a new one starts with a new URL.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let second = Server::start(&dirs, &[], &[]);
+    assert_ne!(second.url, first.url);
+    assert!(meta_ok(&second.url));
+    assert!(!meta_ok(&first.url));
+    assert_eq!(dirs.state_files().len(), 1);
+    let (status, url, _) = run_ui(&dirs, &[]);
+    assert!(status.success());
+    assert_eq!(url, second.url);
+}
+
+#[test]
+fn ui_stop_stops_the_server_and_removes_its_state_file() {
+    let dirs = Dirs::new();
+    let mut server = Server::start(&dirs, &[], &[]);
+    assert_eq!(dirs.state_files().len(), 1);
+    let project = dirs.project();
+    let out = dirs
+        .command(&["ui", "stop", "--project", project.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped"));
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server exits after ui stop");
+    assert!(
+        status.success(),
+        "graceful shutdown exits 0: {status:?}\n{}",
+        server.stderr()
+    );
+    assert!(dirs.state_files().is_empty());
+    assert!(!meta_ok(&server.url));
+
+    // Stopping again is fine and says nothing is running.
+    let out = dirs
+        .command(&["ui", "stop", "--project", project.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no editor is running"));
+}
+
+#[test]
+fn restart_replaces_the_server_with_a_new_token() {
+    let dirs = Dirs::new();
+    let mut first = Server::start(&dirs, &[], &[]);
+    let mut second = Server::start(&dirs, &["--restart"], &[]);
+    assert_ne!(second.url, first.url);
+    first
+        .wait_exit(Duration::from_secs(10))
+        .expect("--restart stops the old server");
+    assert!(meta_ok(&second.url));
+    assert_eq!(dirs.state_files().len(), 1);
+    // SIGTERM also shuts down gracefully and removes the state file.
+    std::process::Command::new("kill")
+        .args(["-TERM", &second.child.id().to_string()])
+        .status()
+        .unwrap();
+    second
+        .wait_exit(Duration::from_secs(10))
+        .expect("SIGTERM stops the server");
+    assert!(dirs.state_files().is_empty());
+}
+
+#[test]
+fn the_configured_port_is_used_and_a_taken_one_falls_back() {
+    let dirs = Dirs::new();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    dirs.write(
+        ".pi/forge/config.json",
+        &format!("{{\"webEditor\":{{\"port\":{port}}}}}"),
+    );
+    let project = dirs.project();
+    let mut cmd = dirs.command(&["ui", "--no-open", "--project", project.to_str().unwrap()]);
+    let server = Server::from_command(&dirs, &mut cmd);
+    assert_eq!(server.port, port, "{}", server.stderr());
+    drop(server);
+
+    // Take a port, then configure it: the server must warn and pick another.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    dirs.write(
+        ".pi/forge/config.json",
+        &format!("{{\"webEditor\":{{\"port\":{port}}}}}"),
+    );
+    let project = dirs.project();
+    let mut cmd = dirs.command(&["ui", "--no-open", "--project", project.to_str().unwrap()]);
+    let server = Server::from_command(&dirs, &mut cmd);
+    assert_ne!(server.port, port);
+    assert!(server
+        .stderr()
+        .contains(&format!("cannot listen on 127.0.0.1:{port}")));
+    drop(server);
+    drop(taken);
+}
+
+#[test]
+fn the_demo_serves_seeded_resources() {
+    let dirs = Dirs::new();
+    let mut cmd = dirs.command(&["ui", "--no-open", "--demo", "--port", "0"]);
+    let server = Server::from_command(&dirs, &mut cmd);
+    let (base, token) = split_url(&server.url);
+    let client = reqwest::blocking::Client::new();
+    let get = |path: &str| -> serde_json::Value {
+        client
+            .get(format!("{base}{path}"))
+            .header("x-pi-forge-token", &token)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    assert_eq!(get("/api/meta")["demo"], true);
+    assert!(get("/api/stacks")["stacks"].as_array().unwrap().len() >= 4);
+    assert_eq!(
+        get("/api/profiles")["profiles"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(
+        get("/api/capabilities")["capabilities"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(
+        dirs.state_files().is_empty(),
+        "the demo writes no state file"
+    );
+}
