@@ -1275,3 +1275,58 @@ fn events_need_the_cookie() {
     let response = f.client.get(f.server.url("/api/events")).send().unwrap();
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
+
+#[test]
+fn assets_are_public_content_hashed_immutable_and_compressed() {
+    let f = Fixture::new();
+    let page = f
+        .client
+        .get(f.server.url("/"))
+        .header("cookie", f.server.cookie())
+        .send()
+        .unwrap();
+    if page.status() == StatusCode::SERVICE_UNAVAILABLE {
+        // Built without the web bundle: the page says how to build it.
+        assert!(page.text().unwrap().contains("cargo xtask dist"));
+        return;
+    }
+    let html = page.text().unwrap();
+    let start = html
+        .find("/assets/app.")
+        .expect("the page links the hashed stylesheet");
+    let end = start + html[start..].find('"').unwrap();
+    let hashed = &html[start..end];
+    assert!(
+        hashed.ends_with(".css") && hashed.len() > "/assets/app..css".len() + 9,
+        "{hashed}"
+    );
+    // No token needed for assets.
+    let response = f
+        .client
+        .get(f.server.url(hashed))
+        .header("accept-encoding", "gzip")
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    assert_eq!(response.headers()["content-type"], "text/css");
+    let plain = f
+        .client
+        .get(f.server.url("/assets/app.css"))
+        .send()
+        .unwrap();
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert_eq!(plain.headers()["cache-control"], "no-cache");
+    assert_eq!(
+        f.client
+            .get(f.server.url("/assets/nope.js"))
+            .send()
+            .unwrap()
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
