@@ -9,6 +9,7 @@ mod paths;
 mod preview;
 mod state;
 mod ui;
+mod watch;
 
 use clap::Parser;
 use std::process::ExitCode;
