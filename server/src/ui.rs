@@ -35,6 +35,7 @@ use crate::http::security::TOKEN_HEADER;
 use crate::http::{self, ServerState};
 use crate::paths::WorkspacePaths;
 use crate::state::WorkspaceHandle;
+use crate::watch::{self, WatchConfig};
 
 /// Options of `pi-forge ui`.
 pub struct UiOptions {
@@ -378,13 +379,24 @@ impl Reloader {
     }
 }
 
-/// The file watcher lands separately; until then changes on disk need `POST /api/reload`.
-type WatchGuard = ();
+type WatchGuard = watch::Watcher;
 
-fn start_watcher(_store: &FsStore, _trusted: bool, reloader: Arc<Reloader>) -> Option<WatchGuard> {
-    let _ = Reloader::batch;
-    drop(reloader);
-    None
+/// Watches the forge directories of `store`; `None` (with a warning) when the OS watcher cannot
+/// start, in which case `POST /api/reload` still works.
+fn start_watcher(store: &FsStore, trusted: bool, reloader: Arc<Reloader>) -> Option<WatchGuard> {
+    let runtime = tokio::runtime::Handle::current();
+    let roots = watch::forge_roots(store, trusted);
+    match watch::spawn(WatchConfig::new(roots), move |_batch| {
+        reloader.batch(&runtime)
+    }) {
+        Ok(watcher) => Some(watcher),
+        Err(error) => {
+            eprintln!(
+                "pi-forge: warning: {error:#}; changes on disk will not show up until you reload"
+            );
+            None
+        }
+    }
 }
 
 async fn serve_async(
