@@ -3,7 +3,9 @@
 //! Workspace load: a generated project with N stacks (plus a few profiles and capabilities) is
 //! written to a temporary directory, then loaded and validated several times; the report gives
 //! the median and best wall time. Fingerprints: canonical JSON + SHA-256 of a realistic stack,
-//! repeated for about half a second.
+//! repeated for about half a second. Editor server: `pi-forge ui` started as a child process over
+//! a generated 50-stack workspace and measured through plain HTTP/1.1 without keep-alive (see
+//! [`server`]).
 
 use anyhow::{Context, Result};
 use forge_core::canonical::fingerprint;
@@ -191,7 +193,16 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
+/// The benchmarks `--only` can name.
+const BENCHMARKS: &[&str] = &["workspace", "compile", "fingerprint", "server"];
+
 pub fn run(stacks: usize, only: &[String]) -> Result<()> {
+    if let Some(unknown) = only.iter().find(|o| !BENCHMARKS.contains(&o.as_str())) {
+        anyhow::bail!(
+            "unknown benchmark `{unknown}` (known: {})",
+            BENCHMARKS.join(", ")
+        );
+    }
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let mut report = serde_json::Map::new();
     if wanted("workspace") {
@@ -202,6 +213,12 @@ pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     }
     if wanted("fingerprint") {
         report.insert("fingerprint".into(), bench_fingerprint());
+    }
+    if wanted("server") {
+        report.insert(
+            "server".into(),
+            server::bench_server().context("the editor server benchmark failed")?,
+        );
     }
     print!("{}", json::to_pretty(&Value::Object(report)));
     Ok(())
@@ -264,4 +281,735 @@ fn bench_fingerprint() -> Value {
         "canonicalBytes": forge_core::canonical::canonical(&value).len(),
         "perSecond": per_sec.round(),
     })
+}
+
+/// The editor server benchmark (`--only server`): `pi-forge ui` as a child process over a
+/// generated 50-stack workspace, measured without keep-alive (every request opens a new loopback
+/// TCP connection and sends `Connection: close`) by a minimal HTTP/1.1 client on
+/// [`std::net::TcpStream`].
+///
+/// - **Cold start**: from spawning the process to the first `200` of `GET /api/meta` (polled every
+///   millisecond), five fresh processes, each with its own empty `XDG_RUNTIME_DIR` so no state
+///   file of an earlier run is probed.
+/// - **RSS**: `VmRSS` of `/proc/<pid>/status` right after the first `200`, and again after the
+///   latency runs (just over 1,000 requests in all).
+/// - **Latency**: p50/p99 of list, read and draft preview, each under four concurrent clients.
+/// - **Watcher**: an open `GET /api/events` stream; 20 stack files rewritten on disk, each timed
+///   until the `changed` event naming that stack with the new file's revision arrives.
+///
+/// Every wait has a deadline; a server that does not start, answers something other than `200`
+/// or sends no event in time fails the benchmark with its exit status and the end of its stderr.
+/// The server is killed when the benchmark ends, however it ends.
+mod server {
+    use super::{median, ms, percentile, sample_stack, write_workspace, TempDir};
+    use crate::http::security::TOKEN_HEADER;
+    use anyhow::{anyhow, bail, Context, Result};
+    use forge_core::json;
+    use serde_json::{json, Value};
+    use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+    use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, ChildStdout, Command, Stdio};
+    use std::sync::{mpsc, Barrier};
+    use std::time::{Duration, Instant};
+
+    const STACKS: usize = 50;
+    const COLD_STARTS: usize = 5;
+    const CLIENTS: usize = 4;
+    /// Requests per client and route: 4 × 84 = 336 per route, 1,008 in all.
+    const REQUESTS_PER_CLIENT: usize = 84;
+    const EDITS: usize = 20;
+    /// From spawn to the printed address, and from spawn to the first `200`.
+    const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
+    /// Connect, write and each read of one request.
+    const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+    /// From a write on disk to its `changed` event (and from opening the stream to `ready`).
+    const EVENT_DEADLINE: Duration = Duration::from_secs(5);
+    /// Pause after each measured edit, so the watcher is quiet before the next one.
+    const EDIT_PAUSE: Duration = Duration::from_millis(100);
+
+    const TARGET_COLD_START_MS: u64 = 30;
+    const TARGET_RSS_AFTER_START_MIB: u64 = 20;
+    const TARGET_EVENT_MEDIAN_MS: u64 = 100;
+
+    pub fn bench_server() -> Result<Value> {
+        let temp = TempDir::new()?;
+        let env = Env {
+            project: temp.0.join("project"),
+            global: temp.0.join("global"),
+            scratch: temp.0.join("scratch"),
+        };
+        std::fs::create_dir_all(&env.global)?;
+        std::fs::create_dir_all(&env.scratch)?;
+        write_workspace(&env.project, STACKS)?;
+        // The server reports canonical paths; the edits below only need the file names.
+        let stacks_dir = env.project.join(".pi/forge/prompt-stacks");
+
+        // Cold starts: fresh processes; the last one stays up for the rest.
+        let mut starts = Vec::new();
+        let mut rss_after_start = Vec::new();
+        let mut server = None;
+        for n in 0..COLD_STARTS {
+            let (started, elapsed) = Server::start(&env, n)?;
+            starts.push(elapsed);
+            rss_after_start.push(started.status_kib("VmRSS"));
+            server = Some(started);
+        }
+        let server = server.ok_or_else(|| anyhow!("no server was started"))?;
+        let mut requests = 1usize; // the first GET /api/meta
+
+        // Sanity: the server sees the generated workspace.
+        let list = server.expect_ok("GET", "/api/stacks", None)?;
+        requests += 1;
+        let listed: Value =
+            serde_json::from_slice(&list).context("GET /api/stacks did not answer JSON")?;
+        let count = listed["stacks"].as_array().map_or(0, Vec::len);
+        if count != STACKS {
+            bail!("GET /api/stacks listed {count} stacks, expected {STACKS}");
+        }
+
+        // Latency under four concurrent clients, one route at a time.
+        let list_route = |_: usize| ("GET", "/api/stacks".to_string(), None);
+        let read_route = |i: usize| ("GET", format!("/api/stacks/stack-{:05}", i % STACKS), None);
+        let preview_route = |i: usize| {
+            let body = json!({"stack": draft(i % STACKS, i), "messages": short_conversation()});
+            (
+                "POST",
+                format!("/api/stacks/stack-{:05}/preview", i % STACKS),
+                Some(json::to_compact(&body).into_bytes()),
+            )
+        };
+        let mut latency = serde_json::Map::new();
+        let routes: [(&str, &(dyn Fn(usize) -> Request + Sync)); 3] = [
+            ("list", &list_route),
+            ("read", &read_route),
+            ("draftPreview", &preview_route),
+        ];
+        for (name, route) in routes {
+            // One warm-up request, then the measured ones.
+            let (method, path, body) = route(usize::MAX / 2);
+            server
+                .expect_ok(method, &path, body.as_deref())
+                .with_context(|| format!("warm-up of {name}"))?;
+            requests += 1;
+            let (entry, sent) = measure_route(&server, route)
+                .with_context(|| format!("while measuring {name} ({method} {path})"))?;
+            requests += sent;
+            latency.insert(name.into(), entry);
+        }
+        let rss_after_requests = server.status_kib("VmRSS");
+        let rss_peak = server.status_kib("VmHWM");
+
+        let events = measure_events(&server, &stacks_dir)?;
+        drop(server);
+
+        let rss_start = rss_after_start.iter().flatten().copied().max();
+        Ok(json!({
+            "stacks": STACKS,
+            "profiles": 20,
+            "capabilities": 20,
+            "keepAlive": false,
+            "coldStart": {
+                "runs": starts.len(),
+                "runsMs": starts.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
+                "medianMs": ms(median(starts.clone())),
+                "bestMs": ms(starts.iter().min().copied().unwrap_or_default()),
+                "targetMedianMs": TARGET_COLD_START_MS,
+            },
+            "rss": {
+                "afterStartMiB": rss_start.map(mib),
+                "afterStartNote": "largest of the cold starts, read right after the first 200",
+                "afterRequestsMiB": rss_after_requests.map(mib),
+                "requests": requests,
+                "peakMiB": rss_peak.map(mib),
+                "targetAfterStartMiB": TARGET_RSS_AFTER_START_MIB,
+            },
+            "latency": {
+                "clients": CLIENTS,
+                "list": latency.remove("list"),
+                "read": latency.remove("read"),
+                "draftPreview": latency.remove("draftPreview"),
+            },
+            "externalEditToEvent": events,
+        }))
+    }
+
+    type Request = (&'static str, String, Option<Vec<u8>>);
+
+    struct Env {
+        project: PathBuf,
+        global: PathBuf,
+        scratch: PathBuf,
+    }
+
+    fn mib(kib: u64) -> f64 {
+        (kib as f64 / 1024.0 * 10.0).round() / 10.0
+    }
+
+    /// An unsaved edit of stack `i`: another name, description and intro text.
+    fn draft(i: usize, n: usize) -> Value {
+        let mut stack = sample_stack(i);
+        stack["name"] = json!(format!("Draft {n} of stack {i}"));
+        stack["description"] = json!("An unsaved draft sent to the preview route.");
+        stack["items"][0]["content"] = json!(format!(
+            "You are draft {n}. Audience: {{{{ parameters.audience }}}}."
+        ));
+        stack
+    }
+
+    fn short_conversation() -> Value {
+        json!([
+            {"role": "user", "content": "Please review main.rs (OOC: be brief)", "timestamp": 1},
+            {"role": "assistant", "content": [{"type": "text", "text": "I will read it first."}], "timestamp": 2},
+            {"role": "user", "content": "Thanks.", "timestamp": 3}
+        ])
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The server process
+
+    /// A running `pi-forge ui`; killed (and reaped) on drop.
+    struct Server {
+        child: Child,
+        /// Kept open so the server never writes into a closed pipe.
+        _stdout: Option<BufReader<ChildStdout>>,
+        port: u16,
+        token: String,
+        log: PathBuf,
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl Server {
+        /// Spawns `pi-forge ui --no-open --port 0 --project <project>` and polls
+        /// `GET /api/meta` every millisecond; returns the server and the time from spawn to
+        /// the first `200`.
+        fn start(env: &Env, n: usize) -> Result<(Server, Duration)> {
+            let exe = std::env::current_exe().context("cannot find the pi-forge executable")?;
+            let run_dir = env.scratch.join(format!("run-{n}"));
+            std::fs::create_dir_all(&run_dir)?;
+            let log = env.scratch.join(format!("server-{n}.log"));
+            let stderr = std::fs::File::create(&log)
+                .with_context(|| format!("cannot create {}", log.display()))?;
+            let spawned = Instant::now();
+            let child = Command::new(&exe)
+                .args(["ui", "--no-open", "--port", "0", "--project"])
+                .arg(&env.project)
+                .env("PI_FORGE_GLOBAL_DIR", &env.global)
+                .env("XDG_RUNTIME_DIR", &run_dir)
+                .env_remove("PI_FORGE_UNTRUSTED")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(stderr)
+                .spawn()
+                .with_context(|| format!("cannot start `{} ui`", exe.display()))?;
+            let mut server = Server {
+                child,
+                _stdout: None,
+                port: 0,
+                token: String::new(),
+                log,
+            };
+            let deadline = spawned + STARTUP_DEADLINE;
+
+            // The first line of stdout is the address; read it on a thread to bound the wait.
+            let stdout = server
+                .child
+                .stdout
+                .take()
+                .ok_or_else(|| anyhow!("the server's stdout is not a pipe"))?;
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stdout);
+                let mut line = String::new();
+                let result = reader.read_line(&mut line).map(|_| line);
+                let _ = tx.send((result, reader));
+            });
+            let line = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((Ok(line), reader)) => {
+                    server._stdout = Some(reader);
+                    line
+                }
+                Ok((Err(error), _)) => {
+                    return Err(server.failure(&format!("cannot read its stdout: {error}")))
+                }
+                Err(_) => {
+                    return Err(server.failure(&format!(
+                        "it printed no address within {STARTUP_DEADLINE:?}"
+                    )))
+                }
+            };
+            if line.is_empty() {
+                return Err(server.failure("it closed its stdout without printing an address"));
+            }
+            let Some((port, token)) = parse_url(&line) else {
+                return Err(server.failure(&format!(
+                    "its first line of stdout is not the editor's address: {:?}",
+                    line.trim_end()
+                )));
+            };
+            server.port = port;
+            server.token = token;
+
+            let mut last = String::from("no answer");
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(server.failure(&format!(
+                        "GET /api/meta did not answer 200 within {STARTUP_DEADLINE:?} (last: {last})"
+                    )));
+                }
+                match server.request("GET", "/api/meta", None, left) {
+                    Ok(response) if response.status == 200 => {
+                        return Ok((server, spawned.elapsed()));
+                    }
+                    Ok(response) => last = format!("status {}", response.status),
+                    Err(error) => last = format!("{error:#}"),
+                }
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    return Err(server.failure(&format!("it exited ({status})")));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+
+        /// An error naming what went wrong, the exit status and the end of the server's stderr.
+        fn failure(&mut self, what: &str) -> anyhow::Error {
+            let status = match self.child.try_wait() {
+                Ok(Some(status)) => format!("exited: {status}"),
+                Ok(None) => "still running; killed".to_string(),
+                Err(error) => format!("status unknown: {error}"),
+            };
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            anyhow!(
+                "the editor server (pid {}, {status}): {what}\n--- the end of its stderr:\n{}",
+                self.child.id(),
+                if tail.is_empty() {
+                    "(nothing)".to_string()
+                } else {
+                    tail.join("\n")
+                }
+            )
+        }
+
+        /// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`); `None` off Linux.
+        fn status_kib(&self, field: &str) -> Option<u64> {
+            let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+            text.lines().find_map(|line| {
+                line.strip_prefix(field)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .strip_suffix("kB")?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+        }
+
+        fn request(
+            &self,
+            method: &str,
+            path: &str,
+            body: Option<&[u8]>,
+            timeout: Duration,
+        ) -> Result<Response> {
+            request(self.port, &self.token, method, path, body, timeout)
+        }
+
+        /// One request that must answer `200`; returns the body.
+        fn expect_ok(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>> {
+            let response = self
+                .request(method, path, body, REQUEST_TIMEOUT)
+                .with_context(|| format!("{method} {path} failed"))?;
+            if response.status != 200 {
+                bail!(
+                    "{method} {path} answered {}: {}",
+                    response.status,
+                    String::from_utf8_lossy(&response.body)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                );
+            }
+            Ok(response.body)
+        }
+    }
+
+    /// `http://127.0.0.1:<port>/?token=<t>` → (port, token).
+    fn parse_url(line: &str) -> Option<(u16, String)> {
+        let rest = line.trim().strip_prefix("http://127.0.0.1:")?;
+        let (port, rest) = rest.split_once('/')?;
+        let token = rest.strip_prefix("?token=")?;
+        if token.is_empty() {
+            return None;
+        }
+        Some((port.parse().ok()?, token.to_string()))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // A minimal HTTP/1.1 client: one connection per request, `Connection: close`
+
+    struct Response {
+        status: u16,
+        body: Vec<u8>,
+    }
+
+    fn connect(port: u16, timeout: Duration) -> Result<TcpStream> {
+        let timeout = timeout.max(Duration::from_millis(1));
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    fn request_head(
+        port: u16,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Vec<u8> {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{TOKEN_HEADER}: {token}\r\nConnection: close\r\n"
+        );
+        if let Some(body) = body {
+            head.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        if let Some(body) = body {
+            bytes.extend_from_slice(body);
+        }
+        bytes
+    }
+
+    fn request(
+        port: u16,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Response> {
+        let mut stream = connect(port, timeout)?;
+        stream.write_all(&request_head(port, token, method, path, body))?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw)?;
+        parse_response(&raw)
+    }
+
+    fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack.windows(needle.len()).position(|w| w == needle)
+    }
+
+    fn parse_response(raw: &[u8]) -> Result<Response> {
+        let end = find(raw, b"\r\n\r\n").ok_or_else(|| {
+            anyhow!(
+                "incomplete HTTP response ({} bytes): no end of headers",
+                raw.len()
+            )
+        })?;
+        let head = String::from_utf8_lossy(&raw[..end]);
+        let status = parse_status(&head)?;
+        let chunked = head.lines().any(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("transfer-encoding:")
+                .is_some_and(|v| v.contains("chunked"))
+        });
+        let body = &raw[end + 4..];
+        let body = if chunked {
+            dechunk(body)?
+        } else {
+            body.to_vec()
+        };
+        Ok(Response { status, body })
+    }
+
+    fn parse_status(head: &str) -> Result<u16> {
+        let line = head.lines().next().unwrap_or("");
+        line.strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .ok_or_else(|| anyhow!("not an HTTP/1.1 status line: {line:?}"))
+    }
+
+    fn dechunk(mut data: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            let line_end = find(data, b"\r\n").ok_or_else(|| anyhow!("truncated chunked body"))?;
+            let size = chunk_size(&data[..line_end])?;
+            data = &data[line_end + 2..];
+            if size == 0 {
+                return Ok(out);
+            }
+            if data.len() < size + 2 {
+                bail!("truncated chunked body");
+            }
+            out.extend_from_slice(&data[..size]);
+            data = &data[size + 2..];
+        }
+    }
+
+    fn chunk_size(line: &[u8]) -> Result<usize> {
+        let text = String::from_utf8_lossy(line);
+        let hex = text.split(';').next().unwrap_or("").trim();
+        usize::from_str_radix(hex, 16).map_err(|_| anyhow!("bad chunk size line: {text:?}"))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Latency
+
+    /// Runs `CLIENTS` threads × `REQUESTS_PER_CLIENT` requests of `route(index)`, each on its
+    /// own connection; every answer must be `200`. Returns the report entry and the count.
+    fn measure_route(
+        server: &Server,
+        route: &(dyn Fn(usize) -> Request + Sync),
+    ) -> Result<(Value, usize)> {
+        let barrier = Barrier::new(CLIENTS);
+        let wall = Instant::now();
+        let results: Vec<Result<Vec<Duration>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..CLIENTS)
+                .map(|client| {
+                    let barrier = &barrier;
+                    scope.spawn(move || -> Result<Vec<Duration>> {
+                        let requests: Vec<Request> = (0..REQUESTS_PER_CLIENT)
+                            .map(|j| route(client * REQUESTS_PER_CLIENT + j))
+                            .collect();
+                        let mut samples = Vec::with_capacity(requests.len());
+                        barrier.wait();
+                        for (method, path, body) in &requests {
+                            let start = Instant::now();
+                            let response = server
+                                .request(method, path, body.as_deref(), REQUEST_TIMEOUT)
+                                .with_context(|| format!("{method} {path} failed"))?;
+                            samples.push(start.elapsed());
+                            if response.status != 200 {
+                                bail!(
+                                    "{method} {path} answered {}: {}",
+                                    response.status,
+                                    String::from_utf8_lossy(&response.body)
+                                        .chars()
+                                        .take(300)
+                                        .collect::<String>()
+                                );
+                            }
+                        }
+                        Ok(samples)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow!("a client thread panicked")))
+                })
+                .collect()
+        });
+        let wall = wall.elapsed();
+        let mut samples = Vec::new();
+        for result in results {
+            samples.extend(result?);
+        }
+        let count = samples.len();
+        Ok((
+            json!({
+                "requests": count,
+                "p50Ms": ms(percentile(&mut samples, 0.5)),
+                "p99Ms": ms(percentile(&mut samples, 0.99)),
+                "maxMs": ms(samples.last().copied().unwrap_or_default()),
+                "perSecond": (count as f64 / wall.as_secs_f64()).round(),
+            }),
+            count,
+        ))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // External edit → SSE event
+
+    /// `GET /api/events` read as it streams.
+    struct EventStream {
+        reader: BufReader<TcpStream>,
+        chunked: bool,
+        /// Decoded bytes not yet split into events.
+        pending: Vec<u8>,
+    }
+
+    impl EventStream {
+        fn open(server: &Server) -> Result<EventStream> {
+            let mut stream = connect(server.port, REQUEST_TIMEOUT)?;
+            let mut head = request_head(server.port, &server.token, "GET", "/api/events", None);
+            // `Accept` goes before the blank line that ends the head.
+            head.truncate(head.len() - 2);
+            head.extend_from_slice(b"Accept: text/event-stream\r\n\r\n");
+            stream.write_all(&head)?;
+            let mut reader = BufReader::new(stream);
+            let mut status_line = String::new();
+            reader.read_line(&mut status_line)?;
+            let status = parse_status(&status_line)?;
+            let mut chunked = false;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line)? == 0 {
+                    bail!("GET /api/events: the connection closed inside the headers");
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("transfer-encoding:") {
+                    chunked = value.contains("chunked");
+                }
+            }
+            if status != 200 {
+                bail!("GET /api/events answered {status}");
+            }
+            Ok(EventStream {
+                reader,
+                chunked,
+                pending: Vec::new(),
+            })
+        }
+
+        /// The next event as (name, data); comments (keep-alives) are skipped.
+        fn next(&mut self, deadline: Instant) -> Result<(String, String)> {
+            loop {
+                if let Some(end) = find(&self.pending, b"\n\n") {
+                    let block: Vec<u8> = self.pending.drain(..end + 2).collect();
+                    let block = String::from_utf8_lossy(&block).replace('\r', "");
+                    let mut name = String::new();
+                    let mut data = String::new();
+                    for line in block.lines() {
+                        if let Some(value) = line.strip_prefix("event:") {
+                            name = value.trim().to_string();
+                        } else if let Some(value) = line.strip_prefix("data:") {
+                            if !data.is_empty() {
+                                data.push('\n');
+                            }
+                            data.push_str(value.strip_prefix(' ').unwrap_or(value));
+                        }
+                    }
+                    if !name.is_empty() || !data.is_empty() {
+                        return Ok((name, data));
+                    }
+                    continue;
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    bail!("no event in time");
+                }
+                self.reader.get_ref().set_read_timeout(Some(left))?;
+                self.fill()
+                    .map_err(|error| match error.downcast_ref::<std::io::Error>() {
+                        Some(io)
+                            if matches!(io.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+                        {
+                            anyhow!("no event in time")
+                        }
+                        _ => error,
+                    })?;
+            }
+        }
+
+        /// Reads more of the body into `pending`.
+        fn fill(&mut self) -> Result<()> {
+            if !self.chunked {
+                let mut buf = [0u8; 8192];
+                let n = self.reader.read(&mut buf)?;
+                if n == 0 {
+                    bail!("the event stream ended");
+                }
+                self.pending.extend_from_slice(&buf[..n]);
+                return Ok(());
+            }
+            let mut line = Vec::new();
+            self.reader.read_until(b'\n', &mut line)?;
+            if line.is_empty() {
+                bail!("the event stream ended");
+            }
+            let size = chunk_size(line.trim_ascii())?;
+            if size == 0 {
+                bail!("the event stream ended");
+            }
+            let start = self.pending.len();
+            self.pending.resize(start + size, 0);
+            self.reader.read_exact(&mut self.pending[start..])?;
+            let mut crlf = [0u8; 2];
+            self.reader.read_exact(&mut crlf)?;
+            Ok(())
+        }
+    }
+
+    /// Rewrites `EDITS` stack files on disk and times each until its `changed` event.
+    fn measure_events(server: &Server, stacks_dir: &Path) -> Result<Value> {
+        let mut events = EventStream::open(server).context("cannot open GET /api/events")?;
+        loop {
+            let (name, _) = events
+                .next(Instant::now() + EVENT_DEADLINE)
+                .context("waiting for the `ready` event of GET /api/events")?;
+            if name == "ready" {
+                break;
+            }
+        }
+        let mut samples = Vec::new();
+        for k in 0..EDITS {
+            let id = format!("stack-{k:05}");
+            let key = format!("project:{id}");
+            let mut stack = sample_stack(k);
+            stack["description"] = json!(format!("Edited on disk, edit {}.", k + 1));
+            stack["items"][0]["content"] = json!(format!("You are edited helper {k}."));
+            let text = json::to_pretty(&stack);
+            let revision = forge_core::canonical::revision(text.as_bytes());
+            let path = stacks_dir.join(format!("{id}.json"));
+
+            let start = Instant::now();
+            std::fs::write(&path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let deadline = start + EVENT_DEADLINE;
+            loop {
+                let (name, data) = events.next(deadline).with_context(|| {
+                    format!(
+                        "edit {} of {EDITS}: no `changed` event naming {key} at {revision} within {EVENT_DEADLINE:?}",
+                        k + 1
+                    )
+                })?;
+                if name != "changed" {
+                    continue;
+                }
+                let event: Value = serde_json::from_str(&data)
+                    .with_context(|| format!("a `changed` event is not JSON: {data}"))?;
+                let named = event["changes"].as_array().is_some_and(|changes| {
+                    changes
+                        .iter()
+                        .any(|c| c["key"] == key.as_str() && c["revision"] == revision.as_str())
+                });
+                if named {
+                    break;
+                }
+            }
+            samples.push(start.elapsed());
+            std::thread::sleep(EDIT_PAUSE);
+        }
+        let max = samples.iter().max().copied().unwrap_or_default();
+        let min = samples.iter().min().copied().unwrap_or_default();
+        Ok(json!({
+            "edits": samples.len(),
+            "medianMs": ms(median(samples)),
+            "minMs": ms(min),
+            "maxMs": ms(max),
+            "targetMedianMs": TARGET_EVENT_MEDIAN_MS,
+        }))
+    }
 }

@@ -133,7 +133,7 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         /// Number of generated stacks for the load benchmark.
         #[arg(long, default_value_t = 10_000)]
         stacks: usize,
-        /// Run only these benchmarks (comma-separated: workspace, compile, fingerprint).
+        /// Run only these benchmarks (comma-separated: workspace, compile, fingerprint, server).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Print JSON (the default; kept for symmetry).
