@@ -182,11 +182,26 @@ impl Server {
                 );
             }
         };
-        assert!(
-            url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
-            "unexpected first stdout line of pi-forge ui: {url:?}"
-        );
-        let (status, body) = http_get(&url, "/");
+        let (base, token) = url
+            .split_once("?token=")
+            .filter(|(base, token)| {
+                base.starts_with("http://127.0.0.1:") && base.ends_with('/') && !token.is_empty()
+            })
+            .map(|(base, token)| (base.to_string(), token.to_string()))
+            .unwrap_or_else(|| panic!("unexpected first stdout line of pi-forge ui: {url:?}"));
+        // The URL's token is exchanged once for a cookie (303 to the clean URL); the page is then
+        // served with that cookie.
+        let (status, headers, _) = http_get(&base, &format!("/?token={token}"), None);
+        assert_eq!(status, 303, "token exchange answered {status}:\n{headers}");
+        let cookie = headers
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("set-cookie")
+                    .then(|| value.trim().split(';').next().unwrap_or("").to_string())
+            })
+            .unwrap_or_else(|| panic!("token exchange set no cookie:\n{headers}"));
+        let (status, _, body) = http_get(&base, "/", Some(&cookie));
         assert_eq!(
             status, 200,
             "GET / answered {status} (a 503 means pi-forge was built before `cargo xtask dist`):\n{body}"
@@ -337,8 +352,9 @@ impl WebDriverCompatibleCommand for BrowserLog {
     }
 }
 
-/// A minimal HTTP/1.1 GET over std (status code and body), for checks before the browser.
-pub fn http_get(base_url: &str, path: &str) -> (u16, String) {
+/// A minimal HTTP/1.1 GET over std (status code, response head and body), for checks before the
+/// browser.
+pub fn http_get(base_url: &str, path: &str, cookie: Option<&str>) -> (u16, String, String) {
     use std::io::Write as _;
     let authority = base_url
         .strip_prefix("http://")
@@ -346,9 +362,10 @@ pub fn http_get(base_url: &str, path: &str) -> (u16, String) {
         .unwrap_or_else(|| panic!("not an http://host:port/ URL: {base_url}"));
     let mut stream = TcpStream::connect(authority).expect("connect to pi-forge");
     stream.set_read_timeout(Some(STARTUP)).unwrap();
+    let cookie = cookie.map_or(String::new(), |c| format!("Cookie: {c}\r\n"));
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{cookie}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
@@ -358,8 +375,8 @@ pub fn http_get(base_url: &str, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or_else(|| panic!("malformed HTTP response: {response:?}"));
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    (status, body.to_string())
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 fn free_port() -> u16 {
