@@ -4,7 +4,7 @@
 //! and the global forge root) with notify's recommended backend (inotify on Linux) and calls
 //! `on_batch` with a debounced, deduplicated [`ChangeBatch`] of absolute paths. The caller
 //! reloads the whole [`WorkspaceSnapshot`](forge_core::workspace::WorkspaceSnapshot) and
-//! publishes what changed; [`resource_file`] maps a path back to its [`FileRef`].
+//! publishes what changed.
 //!
 //! What is reported, relative to the root that contains the path:
 //! - `*.json` files one or two levels down (`config.json`, `prompt-stacks/x.json`): created,
@@ -31,19 +31,16 @@
 //! Start the watcher *before* the initial load of the snapshot: a change that lands between the
 //! two is then reported (and causes one redundant reload) instead of being missed.
 
-// The HTTP layer wires this module up; until it does, the binary uses none of it.
-#![allow(dead_code)]
-
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use forge_core::id::Scope;
-use forge_core::workspace::{Dir, FileRef, FsStore};
+use forge_core::workspace::{Dir, FsStore};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
@@ -57,16 +54,12 @@ const RECHECK_INTERVAL: Duration = Duration::from_secs(1);
 const MAX_FILE_DEPTH: usize = 2;
 /// Directories that matter sit at most this many levels below a root (`prompt-stacks/` is 1).
 const MAX_DIR_DEPTH: usize = 1;
-/// How long a recorded own write waits to be matched by a reload.
-pub const OWN_WRITE_TTL: Duration = Duration::from_secs(30);
-/// At most this many own writes are remembered; the oldest go first.
-const OWN_WRITE_CAPACITY: usize = 1024;
 
 /// What changed, after debouncing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChangeBatch {
     /// Absolute paths that changed under the watched forge directories, sorted, each once.
-    /// `*.json` paths are resource files (see [`resource_file`]); any other path is a directory
+    /// `*.json` paths are resource files; any other path is a directory
     /// that appeared or disappeared (anything below it may have changed).
     pub paths: Vec<PathBuf>,
 }
@@ -109,116 +102,8 @@ pub fn forge_roots(store: &FsStore, trusted: bool) -> Vec<PathBuf> {
     roots
 }
 
-/// The resource file a batch path names, if it is one: a plain `*.json` file directly inside one
-/// of `store`'s resource directories.
-pub fn resource_file(store: &FsStore, path: &Path) -> Option<FileRef> {
-    const DIRS: [(Scope, Dir); 9] = [
-        (Scope::Project, Dir::Stacks),
-        (Scope::Project, Dir::LegacyStacks),
-        (Scope::Project, Dir::Profiles),
-        (Scope::Project, Dir::Capabilities),
-        (Scope::Project, Dir::Root),
-        (Scope::Global, Dir::Stacks),
-        (Scope::Global, Dir::Profiles),
-        (Scope::Global, Dir::Capabilities),
-        (Scope::Global, Dir::Root),
-    ];
-    let parent = path.parent()?;
-    let name = path.file_name()?.to_str()?;
-    DIRS.iter().find_map(|&(scope, dir)| {
-        let dir_path = store.dir_path(scope, dir).ok()?;
-        if dir_path == parent {
-            FileRef::new(scope, dir, name).ok()
-        } else {
-            None
-        }
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Own writes
-
-/// Self-write suppression. The server records `(path, revision)` for each file it writes (best
-/// before the write: the revision is `revision(bytes)`, and a deletion records `""`); after the
-/// reload that the watcher's batch triggers, the HTTP layer asks
-/// [`take_if_matches`](OwnWrites::take_if_matches) with the revision it now sees and marks the
-/// change as its own when that answers true. The watcher itself still delivers the path, so the
-/// snapshot reloads exactly once either way.
-///
-/// A mismatch leaves the record in place (a batch may be delivered between the recording and the
-/// write landing); records expire after [`OWN_WRITE_TTL`].
-#[derive(Debug, Default)]
-pub struct OwnWrites {
-    entries: Mutex<HashMap<PathBuf, Vec<(String, Instant)>>>,
-}
-
-impl OwnWrites {
-    pub fn new() -> OwnWrites {
-        OwnWrites::default()
-    }
-
-    /// Remembers that this process writes (or wrote) `revision` to `path`.
-    pub fn record(&self, path: PathBuf, revision: String) {
-        self.record_at(path, revision, Instant::now());
-    }
-
-    /// True, and forgets the record, when `(path, revision)` was recorded and has not expired.
-    pub fn take_if_matches(&self, path: &Path, revision: &str) -> bool {
-        self.take_at(path, revision, Instant::now())
-    }
-
-    fn record_at(&self, path: PathBuf, revision: String, now: Instant) {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        prune(&mut entries, now);
-        let list = entries.entry(path).or_default();
-        list.retain(|(r, _)| *r != revision);
-        list.push((revision, now));
-        let total: usize = entries.values().map(Vec::len).sum();
-        if total > OWN_WRITE_CAPACITY {
-            let oldest = entries
-                .iter()
-                .flat_map(|(p, l)| l.iter().map(move |(_, t)| (*t, p)))
-                .min_by_key(|(t, _)| *t)
-                .map(|(t, p)| (t, p.clone()));
-            if let Some((t, p)) = oldest {
-                if let Some(list) = entries.get_mut(&p) {
-                    list.retain(|(_, at)| *at != t);
-                    if list.is_empty() {
-                        entries.remove(&p);
-                    }
-                }
-            }
-        }
-    }
-
-    fn take_at(&self, path: &Path, revision: &str, now: Instant) -> bool {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        prune(&mut entries, now);
-        let Some(list) = entries.get_mut(path) else {
-            return false;
-        };
-        let Some(i) = list.iter().position(|(r, _)| r == revision) else {
-            return false;
-        };
-        list.remove(i);
-        if list.is_empty() {
-            entries.remove(path);
-        }
-        true
-    }
-
-    fn len(&self) -> usize {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.values().map(Vec::len).sum()
-    }
-}
-
-fn prune(entries: &mut HashMap<PathBuf, Vec<(String, Instant)>>, now: Instant) {
-    entries.retain(|_, list| {
-        list.retain(|(_, at)| now.saturating_duration_since(*at) < OWN_WRITE_TTL);
-        !list.is_empty()
-    });
-}
 
 // ---------------------------------------------------------------------------------------------
 // Watcher
@@ -234,29 +119,11 @@ enum Msg {
 pub struct Watcher {
     tx: mpsc::Sender<Msg>,
     worker: Option<thread::JoinHandle<()>>,
-    own_writes: Arc<OwnWrites>,
 }
 
 impl std::fmt::Debug for Watcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watcher").finish_non_exhaustive()
-    }
-}
-
-impl Watcher {
-    /// The shared own-write record (hand it to the code that writes files).
-    pub fn own_writes(&self) -> Arc<OwnWrites> {
-        Arc::clone(&self.own_writes)
-    }
-
-    /// [`OwnWrites::record`] on this watcher's record.
-    pub fn own_write(&self, path: PathBuf, revision: String) {
-        self.own_writes.record(path, revision);
-    }
-
-    /// [`OwnWrites::take_if_matches`] on this watcher's record.
-    pub fn take_own_write(&self, path: &Path, revision: &str) -> bool {
-        self.own_writes.take_if_matches(path, revision)
     }
 }
 
@@ -315,7 +182,6 @@ pub fn spawn(
     Ok(Watcher {
         tx,
         worker: Some(handle),
-        own_writes: Arc::new(OwnWrites::new()),
     })
 }
 
@@ -741,8 +607,9 @@ fn identity(_path: &Path) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use forge_core::workspace::Store as _;
+    use forge_core::workspace::{FileRef, Store as _};
     use std::fs;
+    use std::sync::{Arc, Mutex};
 
     /// Generous: the suite must pass on a loaded two-core machine.
     const DEADLINE: Duration = Duration::from_secs(10);
@@ -752,7 +619,7 @@ mod tests {
         project: PathBuf,
         global: PathBuf,
         rx: mpsc::Receiver<(Instant, ChangeBatch)>,
-        watcher: Watcher,
+        _watcher: Watcher,
         sentinels: std::cell::Cell<u32>,
     }
 
@@ -781,7 +648,7 @@ mod tests {
                 project,
                 global,
                 rx,
-                watcher,
+                _watcher: watcher,
                 sentinels: std::cell::Cell::new(0),
             }
         }
@@ -897,14 +764,9 @@ mod tests {
         let file = FileRef::new(Scope::Project, Dir::Stacks, "x.json").unwrap();
         let current = forge_core::canonical::revision(&fs::read(&x).unwrap());
         let bytes = b"{\"id\":\"x\",\"v\":3}\n";
-        let revision = forge_core::canonical::revision(bytes);
-        h.watcher.own_write(x.clone(), revision.clone());
         store.update(&file, &current, bytes).unwrap();
         let batch = h.next();
         assert_eq!(batch.paths, vec![x.clone()], "FsStore::update");
-        assert_eq!(resource_file(&store, &batch.paths[0]), Some(file.clone()));
-        assert!(h.watcher.take_own_write(&x, &revision));
-        assert!(!h.watcher.take_own_write(&x, &revision), "taken once");
         h.assert_quiet(&h.stacks());
 
         let y = FileRef::new(Scope::Project, Dir::Stacks, "y.json").unwrap();
@@ -1201,38 +1063,6 @@ mod tests {
     fn watcher_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Watcher>();
-        check::<OwnWrites>();
-    }
-
-    #[test]
-    fn own_writes_match_once_and_expire() {
-        let own = OwnWrites::new();
-        let a = PathBuf::from("/p/.pi/forge/prompt-stacks/a.json");
-        let t0 = Instant::now();
-        own.record_at(a.clone(), "sha256:1".into(), t0);
-        own.record_at(a.clone(), "sha256:2".into(), t0);
-        assert!(!own.take_at(&a, "sha256:3", t0), "another revision");
-        assert!(
-            own.take_at(&a, "sha256:1", t0),
-            "a mismatch kept the record"
-        );
-        assert!(!own.take_at(&a, "sha256:1", t0));
-        assert!(!own.take_at(Path::new("/p/b.json"), "sha256:2", t0));
-        assert!(!own.take_at(&a, "sha256:2", t0 + OWN_WRITE_TTL), "expired");
-        assert_eq!(own.len(), 0);
-
-        own.record_at(a.clone(), String::new(), t0);
-        assert!(own.take_at(&a, "", t0), "a deletion");
-
-        for i in 0..(OWN_WRITE_CAPACITY + 10) {
-            let at = t0 + Duration::from_millis(i as u64);
-            own.record_at(PathBuf::from(format!("/p/{i}.json")), "r".into(), at);
-        }
-        assert_eq!(own.len(), OWN_WRITE_CAPACITY);
-        assert!(
-            !own.take_at(Path::new("/p/0.json"), "r", t0),
-            "oldest evicted"
-        );
     }
 
     #[test]
@@ -1249,27 +1079,8 @@ mod tests {
     }
 
     #[test]
-    fn resource_files_map_back_to_file_refs() {
+    fn roots_follow_trust() {
         let store = FsStore::new(Some(PathBuf::from("/p")), PathBuf::from("/g"));
-        let r = |path: &str| resource_file(&store, Path::new(path)).map(|f| f.to_string());
-        assert_eq!(
-            r("/p/.pi/forge/prompt-stacks/a.json").as_deref(),
-            Some("project:.pi/forge/prompt-stacks/a.json")
-        );
-        assert_eq!(
-            r("/p/.pi/prompt-stacks/a.json").as_deref(),
-            Some("project:.pi/prompt-stacks/a.json")
-        );
-        assert_eq!(
-            r("/p/.pi/forge/config.json").as_deref(),
-            Some("project:.pi/forge/config.json")
-        );
-        assert_eq!(
-            r("/g/agent-profiles/a.json").as_deref(),
-            Some("global:agent-profiles/a.json")
-        );
-        assert_eq!(r("/p/.pi/forge/prompt-stacks"), None);
-        assert_eq!(r("/p/.pi/forge/prompt-stacks/x/a.json"), None);
         assert_eq!(
             forge_roots(&store, true),
             vec![
@@ -1279,29 +1090,5 @@ mod tests {
             ]
         );
         assert_eq!(forge_roots(&store, false), vec![PathBuf::from("/g")]);
-    }
-
-    /// Write-to-callback latency with the default debounce. Run with
-    /// `cargo test -p pi-forge watch::tests::latency -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "measurement, not a check"]
-    fn latency() {
-        let h = Harness::start(DEFAULT_DEBOUNCE, with_stacks_dir);
-        let x = h.stacks().join("x.json");
-        let mut samples = Vec::new();
-        for i in 0..20 {
-            let started = Instant::now();
-            fs::write(&x, format!("{{\"n\":{i}}}")).unwrap();
-            let (at, batch) = h.rx.recv_timeout(DEADLINE).unwrap();
-            assert_eq!(batch.paths, vec![x.clone()]);
-            samples.push(at - started);
-        }
-        samples.sort();
-        eprintln!(
-            "write → callback over 20 writes: min {:?}, median {:?}, max {:?}",
-            samples[0],
-            (samples[9] + samples[10]) / 2,
-            samples[19]
-        );
     }
 }
