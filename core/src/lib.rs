@@ -13,6 +13,7 @@ pub mod config;
 pub mod diag;
 pub mod diff;
 pub mod id;
+pub mod import;
 pub mod js;
 pub mod json;
 pub mod message;
