@@ -628,7 +628,7 @@ impl Walk {
     /// The items with the injections placed after the history slot, deepest first.
     fn finish(mut self) -> Vec<Value> {
         let mut injections = std::mem::take(&mut self.injections);
-        injections.sort_by(|a, b| b.depth.cmp(&a.depth));
+        injections.sort_by_key(|i| std::cmp::Reverse(i.depth));
         let at = self.history_at.map_or(self.items.len(), |i| i + 1);
         let mut items = self.items;
         for (offset, injected) in injections.into_iter().enumerate() {
