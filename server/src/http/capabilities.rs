@@ -13,10 +13,10 @@ use forge_core::workspace::{CapabilityEntry, Resolved, WorkspaceSnapshot};
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{base_revision, etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{capability_view, with_etag};
-use super::write::{mutate, Outcome};
+use super::write::{delete_resource, mutate, save_resource, Outcome};
 use super::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -137,21 +137,15 @@ async fn save(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let value = resource_object(&body, "capability")?;
-    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
-        service::update(
-            store,
-            snapshot,
-            Kind::Capability,
-            &selector,
-            expected.as_deref(),
-            &value,
-        )
-        .map(Outcome::from)
-    })
+    let (outcome, snapshot) = save_resource(
+        &state,
+        Kind::Capability,
+        "capability",
+        selector,
+        &headers,
+        body,
+    )
     .await?;
     written_response(StatusCode::OK, &outcome, &snapshot)
 }
@@ -163,19 +157,8 @@ async fn remove(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let (outcome, _) = mutate(&state, move |store, snapshot| {
-        Outcome::delete(
-            store,
-            snapshot,
-            Kind::Capability,
-            &selector,
-            expected.as_deref(),
-        )
-    })
-    .await?;
+    let outcome = delete_resource(&state, Kind::Capability, selector, &headers, body).await?;
     Ok(ok_json(&json!({
         "ok": true,
         "deleted": outcome.deleted.map(|k| k.to_string()),

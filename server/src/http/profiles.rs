@@ -20,10 +20,10 @@ use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, Worksp
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{base_revision, etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
-use super::write::{mutate, Outcome};
+use super::write::{delete_resource, mutate, save_resource, Outcome};
 use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
@@ -239,22 +239,9 @@ async fn save(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let value = resource_object(&body, "profile")?;
-    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
-        service::update(
-            store,
-            snapshot,
-            Kind::Profile,
-            &selector,
-            expected.as_deref(),
-            &value,
-        )
-        .map(Outcome::from)
-    })
-    .await?;
+    let (outcome, snapshot) =
+        save_resource(&state, Kind::Profile, "profile", selector, &headers, body).await?;
     written_response(&state, StatusCode::OK, &outcome, &snapshot)
 }
 
@@ -265,19 +252,8 @@ async fn remove(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let (outcome, _) = mutate(&state, move |store, snapshot| {
-        Outcome::delete(
-            store,
-            snapshot,
-            Kind::Profile,
-            &selector,
-            expected.as_deref(),
-        )
-    })
-    .await?;
+    let outcome = delete_resource(&state, Kind::Profile, selector, &headers, body).await?;
     Ok(ok_json(&json!({
         "ok": true,
         "deleted": outcome.deleted.map(|k| k.to_string()),

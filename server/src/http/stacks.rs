@@ -18,9 +18,9 @@ use forge_core::workspace::{
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{base_revision, etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
 use super::views::{stack_detail, stack_summary, with_etag};
-use super::write::{mutate, Outcome};
+use super::write::{delete_resource, mutate, save_resource, Outcome};
 use super::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -152,22 +152,9 @@ async fn save(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let stack = resource_object(&body, "stack")?;
-    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
-        service::update(
-            store,
-            snapshot,
-            Kind::Stack,
-            &selector,
-            expected.as_deref(),
-            &stack,
-        )
-        .map(Outcome::from)
-    })
-    .await?;
+    let (outcome, snapshot) =
+        save_resource(&state, Kind::Stack, "stack", selector, &headers, body).await?;
     written_response(&state, StatusCode::OK, &outcome, &snapshot)
 }
 
@@ -178,13 +165,8 @@ async fn remove(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
     let selector = selector(&sel)?;
-    let expected = base_revision(&headers, &body)?;
-    let (outcome, _) = mutate(&state, move |store, snapshot| {
-        Outcome::delete(store, snapshot, Kind::Stack, &selector, expected.as_deref())
-    })
-    .await?;
+    let outcome = delete_resource(&state, Kind::Stack, selector, &headers, body).await?;
     let key = outcome.deleted.as_ref().map(ToString::to_string);
     if key.is_some() && state.active_id() == key {
         state.set_active(None);

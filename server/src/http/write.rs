@@ -10,7 +10,10 @@ use forge_core::id::{ResourceKey, Selector};
 use forge_core::workspace::service::{self, Kind, ServiceError, Written};
 use forge_core::workspace::{FileRef, FsStore, WorkspaceSnapshot};
 
+use axum::http::HeaderMap;
+
 use super::error::ApiResult;
+use super::extract::{base_revision, resource_object, JsonBody};
 use super::ServerState;
 
 /// What a mutation wrote.
@@ -64,4 +67,49 @@ where
     let outcome = tokio::task::spawn_blocking(move || op(&store, &snapshot)).await??;
     state.ws.reload_locked(&guard, &outcome.files).await;
     Ok((outcome, state.ws.snapshot()))
+}
+
+/// The save every resource shares: `PUT /api/<kind>/:sel` with `{<field>: …}` (or the bare
+/// resource) and its base revision from `If-Match` or the body.
+pub async fn save_resource(
+    state: &ServerState,
+    kind: Kind,
+    field: &str,
+    selector: Selector,
+    headers: &HeaderMap,
+    body: JsonBody,
+) -> ApiResult<(Outcome, Arc<WorkspaceSnapshot>)> {
+    let body = body.object()?;
+    let expected = base_revision(headers, &body)?;
+    let value = resource_object(&body, field)?;
+    mutate(state, move |store, snapshot| {
+        service::update(
+            store,
+            snapshot,
+            kind,
+            &selector,
+            expected.as_deref(),
+            &value,
+        )
+        .map(Outcome::from)
+    })
+    .await
+}
+
+/// The delete every resource shares: `DELETE /api/<kind>/:sel` with its base revision from
+/// `If-Match` or the body.
+pub async fn delete_resource(
+    state: &ServerState,
+    kind: Kind,
+    selector: Selector,
+    headers: &HeaderMap,
+    body: JsonBody,
+) -> ApiResult<Outcome> {
+    let body = body.object()?;
+    let expected = base_revision(headers, &body)?;
+    let (outcome, _) = mutate(state, move |store, snapshot| {
+        Outcome::delete(store, snapshot, kind, &selector, expected.as_deref())
+    })
+    .await?;
+    Ok(outcome)
 }
