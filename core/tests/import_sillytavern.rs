@@ -1,0 +1,472 @@
+//! SillyTavern preset import: conversion, report, errors, and import-then-compile order.
+//! Every preset here is written for these tests.
+
+use forge_core::compile::{compile, CompileInput, MessageSource};
+use forge_core::diag::Level;
+use forge_core::import::sillytavern::{
+    convert, is_preset, slugify, ImportError, ImportOptions, Imported,
+};
+use forge_core::message::content_to_text;
+use forge_core::runtime::{Clock, RuntimeSnapshot};
+use forge_core::stack::{parse_stack_value, ParseOptions, PromptStack, STACK_KEY_ORDER};
+use forge_core::template::MacroRegistry;
+use serde_json::{json, Value};
+
+fn options(character_id: Option<&str>) -> ImportOptions {
+    ImportOptions {
+        id: "roleplay".into(),
+        character_id: character_id.map(str::to_string),
+        source_file: Some("Roleplay.json".into()),
+        converted_at: Some("2026-01-02T03:04:05.000Z".into()),
+    }
+}
+
+/// A preset in the shape SillyTavern exports: prompts, two character configs, sampler settings.
+fn preset() -> Value {
+    json!({
+        "temperature": 0.9,
+        "openai_max_tokens": 300,
+        "stream_openai": true,
+        "prompts": [
+            {"identifier": "main", "name": "Main Prompt", "system_prompt": true, "role": "system",
+             "content": "Write {{char}}'s next reply to {{user}}.{{// keep it short}}\n\n\n\nStay in character.",
+             "custom_field": 1},
+            {"identifier": "nsfw", "name": "Auxiliary Prompt", "system_prompt": true, "role": "system", "content": ""},
+            {"identifier": "worldInfoBefore", "name": "World Info (before)", "system_prompt": true, "marker": true},
+            {"identifier": "charDescription", "name": "Char Description", "system_prompt": true, "marker": true},
+            {"identifier": "charPersonality", "name": "Char Personality", "system_prompt": true, "marker": true},
+            {"identifier": "scenario", "name": "Scenario", "system_prompt": true, "marker": true},
+            {"identifier": "personaDescription", "name": "Persona Description", "system_prompt": true, "marker": true},
+            {"identifier": "dialogueExamples", "name": "Chat Examples", "system_prompt": true, "marker": true},
+            {"identifier": "worldInfoAfter", "name": "World Info (after)", "system_prompt": true, "marker": true},
+            {"identifier": "example-user", "name": "Example user", "role": "user", "content": "Hello there."},
+            {"identifier": "example-reply", "name": "Example reply", "role": "assistant", "content": "{{trim}}Greetings, traveller."},
+            {"identifier": "chatHistory", "name": "Chat History", "system_prompt": true, "marker": true},
+            {"identifier": "depth-note", "name": "Depth note", "role": "system", "content": "Remember the weather.",
+             "injection_position": 1, "injection_depth": 2},
+            {"identifier": "last-nudge", "name": "Last nudge", "role": "user", "content": "(Answer briefly.)",
+             "injection_position": 1, "injection_depth": 0},
+            {"identifier": "jailbreak", "name": "Post-History Instructions", "system_prompt": true, "role": "system",
+             "content": "Reply to: {{lastUserMessage}} {{random::a::b}}"},
+            {"identifier": "off", "name": "Disabled one", "role": "system", "content": "Never sent."},
+            {"identifier": "unused", "name": "Not in any order", "role": "system", "content": "Orphan."}
+        ],
+        "prompt_order": [
+            {"character_id": 100000, "order": [
+                {"identifier": "main", "enabled": true},
+                {"identifier": "chatHistory", "enabled": true}
+            ]},
+            {"character_id": 100001, "order": [
+                {"identifier": "main", "enabled": true},
+                {"identifier": "nsfw", "enabled": true},
+                {"identifier": "worldInfoBefore", "enabled": true},
+                {"identifier": "charDescription", "enabled": true},
+                {"identifier": "charPersonality", "enabled": true},
+                {"identifier": "scenario", "enabled": true},
+                {"identifier": "personaDescription", "enabled": true},
+                {"identifier": "off", "enabled": false},
+                {"identifier": "worldInfoAfter", "enabled": true},
+                {"identifier": "dialogueExamples", "enabled": true},
+                {"identifier": "example-user", "enabled": true},
+                {"identifier": "example-reply", "enabled": true},
+                {"identifier": "chatHistory", "enabled": true},
+                {"identifier": "depth-note", "enabled": true},
+                {"identifier": "last-nudge", "enabled": true},
+                {"identifier": "jailbreak", "enabled": true},
+                {"identifier": "ghost", "enabled": true}
+            ]}
+        ],
+        "extensions": {
+            "regex_scripts": [
+                {"scriptName": "Strip OOC", "findRegex": "/\\(OOC:[^)]*\\)/g", "replaceString": "",
+                 "trimStrings": [], "placement": [2], "disabled": false, "markdownOnly": false,
+                 "promptOnly": true, "runOnEdit": true, "substituteRegex": 0, "minDepth": null, "maxDepth": 4},
+                {"scriptName": "Shout", "findRegex": "hello", "replaceString": "<{{match}}>",
+                 "placement": [1, 2], "promptOnly": true},
+                {"scriptName": "Pretty", "findRegex": "/x/g", "replaceString": "y",
+                 "placement": [2], "markdownOnly": true},
+                {"scriptName": "Stored", "findRegex": "/x/g", "replaceString": "y", "placement": [1]}
+            ]
+        }
+    })
+}
+
+fn import(character_id: Option<&str>) -> Imported {
+    convert(&preset(), &options(character_id)).expect("converts")
+}
+
+fn parse(stack: &Value) -> PromptStack {
+    let parsed = parse_stack_value(stack.clone(), &ParseOptions::new("roleplay.json"));
+    let errors: Vec<_> = parsed
+        .diagnostics
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .map(|d| d.message.clone())
+        .collect();
+    assert!(errors.is_empty(), "stack has errors: {errors:?}");
+    parsed.stack
+}
+
+fn ids(list: &[forge_core::import::sillytavern::ReportEntry]) -> Vec<&str> {
+    list.iter().map(|e| e.identifier.as_str()).collect()
+}
+
+#[test]
+fn several_character_ids_need_a_choice() {
+    let err = convert(&preset(), &options(None)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Multiple character configs found: [100000, 100001]. Choose a character_id and retry."
+    );
+    let err = convert(&preset(), &options(Some("7"))).unwrap_err();
+    assert!(matches!(err, ImportError::UnknownCharacter { .. }));
+    assert!(err.to_string().contains("[100000, 100001]"));
+
+    let small = import(Some("100000"));
+    let items = small.stack["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(small.report.character_id.as_deref(), Some("100000"));
+    assert_eq!(small.stack["import"]["characterId"], "100000");
+    parse(&small.stack);
+}
+
+#[test]
+fn a_single_config_is_used_without_asking() {
+    let mut value = preset();
+    value["prompt_order"].as_array_mut().unwrap().remove(0);
+    let imported = convert(&value, &options(None)).unwrap();
+    assert_eq!(imported.report.character_id.as_deref(), Some("100001"));
+}
+
+#[test]
+fn without_prompt_order_the_prompts_array_order_is_used() {
+    let value = json!({"prompts": [
+        {"identifier": "b", "role": "user", "content": "second?"},
+        {"identifier": "a", "role": "system", "content": "first", "enabled": false},
+        {"identifier": "chatHistory", "marker": true}
+    ]});
+    let imported = convert(&value, &options(None)).unwrap();
+    let items = imported.stack["items"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["b", "a", "chatHistory"]);
+    assert_eq!(items[1]["enabled"], false);
+    assert_eq!(imported.report.character_id, None);
+    parse(&imported.stack);
+}
+
+#[test]
+fn full_conversion_items_and_report() {
+    let imported = import(Some("100001"));
+    let stack = &imported.stack;
+    // Top-level keys in the stack key order.
+    let keys: Vec<&str> = stack
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected: Vec<&str> = STACK_KEY_ORDER
+        .iter()
+        .copied()
+        .filter(|k| stack.get(*k).is_some())
+        .collect();
+    expected.dedup();
+    assert_eq!(keys, expected);
+    assert_eq!(stack["schemaVersion"], 2);
+    assert_eq!(stack["mode"], "replace");
+    assert_eq!(stack["autoActivate"], false);
+    assert_eq!(
+        stack["parameters"],
+        json!({"char": "Assistant", "user": "User"})
+    );
+    assert_eq!(stack["import"]["source"], "sillytavern");
+    assert_eq!(stack["import"]["sourceFile"], "Roleplay.json");
+    assert_eq!(stack["import"]["convertedAt"], "2026-01-02T03:04:05.000Z");
+
+    let items = stack["items"].as_array().unwrap();
+    let layout: Vec<(String, String)> = items
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_str().unwrap().to_string(),
+                i["role"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect();
+    let expect = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        layout,
+        expect(&[
+            ("main", "system"),
+            ("off", "system"),
+            ("example-user", "user"),
+            ("example-reply", "assistant"),
+            ("chatHistory", "-"),
+            ("depth-note", "custom"),
+            ("last-nudge", "user"),
+            ("jailbreak", "custom"),
+        ])
+    );
+    assert_eq!(
+        items[0]["content"],
+        "Write {{ parameters.char }}'s next reply to {{ parameters.user }}.\n\nStay in character."
+    );
+    assert_eq!(items[0]["source"]["previousId"], "main");
+    assert_eq!(items[0]["source"]["previousName"], "Main Prompt");
+    assert_eq!(items[0]["source"]["orderIndex"], 0);
+    assert_eq!(items[1]["enabled"], false);
+    assert_eq!(items[3]["content"], "Greetings, traveller.");
+    assert_eq!(items[4]["kind"], "slot");
+    assert_eq!(items[4]["slot"], "chat-history");
+    assert_eq!(
+        items[4]["options"],
+        json!({"includeLastUserMessage": false})
+    );
+    assert_eq!(items[5]["source"]["injectionDepth"], 2);
+    assert_eq!(
+        items[7]["content"],
+        "Reply to: {{ runtime.lastUserMessage }} [SillyTavern macro: random]"
+    );
+    // Item keys in the item key order.
+    let item_keys: Vec<&str> = items[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        item_keys,
+        ["kind", "id", "name", "role", "source", "content"]
+    );
+
+    let report = &imported.report;
+    assert_eq!(
+        ids(&report.converted),
+        [
+            "main",
+            "off",
+            "example-user",
+            "example-reply",
+            "chatHistory",
+            "last-nudge",
+            "regex:Strip OOC",
+            "regex:Shout"
+        ]
+    );
+    assert_eq!(ids(&report.approximated), ["depth-note", "jailbreak"]);
+    assert_eq!(
+        ids(&report.dropped),
+        [
+            "nsfw",
+            "worldInfoBefore",
+            "charDescription",
+            "charPersonality",
+            "scenario",
+            "personaDescription",
+            "worldInfoAfter",
+            "dialogueExamples",
+            "ghost",
+            "regex:Pretty",
+            "regex:Stored"
+        ]
+    );
+    assert!(report.dropped[0].reason.contains("empty content"));
+    assert!(report.dropped[1].reason.contains("world info"));
+    assert!(report.dropped[2].reason.contains("character card"));
+    assert!(report.dropped[8]
+        .reason
+        .contains("missing from the prompts array"));
+    assert!(report.approximated[1].reason.contains("random"));
+    assert!(report.approximated[0].reason.contains("depth 2"));
+    // 3 sampler settings + 1 unknown prompt field.
+    assert_eq!(report.ignored_fields, 4);
+    let text = report.to_text();
+    assert!(text.contains("Dropped (11):"));
+    assert!(text.contains("Ignored fields"));
+    assert_eq!(report.to_json()["dropped"].as_array().unwrap().len(), 11);
+
+    let parsed = parse(stack);
+    assert_eq!(parsed.items.len(), 8);
+}
+
+#[test]
+fn regex_scripts_become_history_rules() {
+    let imported = import(Some("100001"));
+    let rules = imported.stack["regex"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0]["id"], "st-Strip-OOC");
+    assert_eq!(rules[0]["stage"], "history");
+    assert_eq!(rules[0]["pattern"], "\\(OOC:[^)]*\\)");
+    assert_eq!(rules[0]["flags"], "g");
+    assert_eq!(rules[0]["roles"], json!(["assistant"]));
+    assert_eq!(rules[0]["maxDepth"], 4);
+    assert!(rules[0].get("minDepth").is_none());
+    assert_eq!(rules[1]["replace"], "<$&>");
+    assert_eq!(rules[1]["flags"], "");
+    assert_eq!(rules[1]["roles"], json!(["user", "assistant"]));
+}
+
+#[test]
+fn macros_that_forge_v1_cannot_express_become_placeholders() {
+    let value = json!({"prompts": [
+        {"identifier": "x", "role": "system",
+         "content": "A {{getvar::mood}} B {{ROLL:1d6}} C {% raw %} D {{ unclosed"},
+    ]});
+    let imported = convert(&value, &options(None)).unwrap();
+    let content = imported.stack["items"][0]["content"].as_str().unwrap();
+    assert_eq!(
+        content,
+        "A [SillyTavern macro: getvar] B [SillyTavern macro: ROLL] C { % raw %} D { { unclosed"
+    );
+    assert!(imported.stack.get("parameters").is_none());
+    let reason = &imported.report.approximated[0].reason;
+    assert!(reason.contains("getvar, ROLL"), "{reason}");
+    assert!(reason.contains("stray"), "{reason}");
+    parse(&imported.stack);
+}
+
+#[test]
+fn roles_and_odd_prompts() {
+    let value = json!({"prompts": [
+        {"identifier": "no-role", "content": "defaults to system"},
+        {"identifier": "tool", "role": "tool", "content": "nope"},
+        {"identifier": "blank", "role": "user", "content": "  \n\n "},
+        {"identifier": "dup", "role": "user", "content": "one"},
+        {"identifier": "dup", "role": "user", "content": "two"},
+        {"identifier": "custom marker", "marker": true},
+        {"name": "anonymous", "content": "x"},
+        "not an object",
+        {"identifier": "Über prompt!", "role": "assistant", "content": "ok"}
+    ]});
+    let imported = convert(&value, &options(None)).unwrap();
+    let items = imported.stack["items"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["no-role", "dup", "ber-prompt"]);
+    assert_eq!(items[0]["role"], "system");
+    let dropped = ids_of(&imported.report.dropped);
+    assert_eq!(
+        dropped,
+        [
+            "dup",
+            "prompts[6]",
+            "prompts[7]",
+            "tool",
+            "blank",
+            "custom marker"
+        ]
+    );
+    parse(&imported.stack);
+}
+
+fn ids_of(list: &[forge_core::import::sillytavern::ReportEntry]) -> Vec<String> {
+    list.iter().map(|e| e.identifier.clone()).collect()
+}
+
+#[test]
+fn malformed_inputs_are_errors() {
+    let opts = options(None);
+    assert_eq!(
+        convert(&json!([1, 2]), &opts).unwrap_err().to_string(),
+        "Preset root must be a JSON object."
+    );
+    assert_eq!(
+        convert(&json!({"name": "x"}), &opts)
+            .unwrap_err()
+            .to_string(),
+        "Preset has no prompts array."
+    );
+    assert_eq!(
+        convert(&json!({"prompts": {}}), &opts).unwrap_err(),
+        ImportError::NoPrompts
+    );
+    let bad_id = ImportOptions {
+        id: "../x".into(),
+        ..ImportOptions::default()
+    };
+    assert!(matches!(
+        convert(&json!({"prompts": []}), &bad_id).unwrap_err(),
+        ImportError::InvalidId(_)
+    ));
+    assert!(is_preset(&preset()));
+    assert!(!is_preset(
+        &json!({"type": "pi-forge.prompt-stack", "items": []})
+    ));
+    assert_eq!(slugify("My Preset (v2)", "x"), "My-Preset--v2");
+    assert_eq!(slugify("!!!", "fallback"), "fallback");
+}
+
+#[test]
+fn import_then_compile_gives_sillytavern_order() {
+    let imported = import(Some("100001"));
+    let stack = parse(&imported.stack);
+    let mut runtime = RuntimeSnapshot::default_snapshot(
+        "/tmp/project",
+        Clock::from_local((2026, 1, 2), (3, 4, 5), 0),
+    );
+    let user =
+        |t: &str| json!({"role": "user", "content": [{"type": "text", "text": t}], "timestamp": 1});
+    let assistant = |t: &str| {
+        json!({"role": "assistant", "content": [{"type": "text", "text": t}],
+               "provider": "p", "model": "m", "timestamp": 2})
+    };
+    runtime.messages = vec![
+        user("Hi (OOC: ignore)"),
+        assistant("Hello! (OOC: a note)"),
+        user("What is the plan?"),
+    ];
+    let macros = MacroRegistry::new();
+    let compiled = compile(&CompileInput::new(Some(&stack), &runtime, &macros));
+    let errors: Vec<_> = compiled
+        .diagnostics
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // SillyTavern sends the system prompts first (here: the main prompt only, the disabled one is
+    // left out), then the example exchange, the chat, the in-chat injections, and the
+    // post-history instructions last.
+    assert_eq!(
+        compiled.system_prompt,
+        "Write Assistant's next reply to User.\n\nStay in character."
+    );
+    let layout: Vec<(String, String)> = compiled
+        .messages
+        .iter()
+        .map(|m| {
+            let role = m.message["role"].as_str().unwrap_or("").to_string();
+            let text = content_to_text(&m.message["content"]);
+            (role, text)
+        })
+        .collect();
+    let expect: Vec<(String, String)> = [
+        ("user", "Hello there."),
+        ("assistant", "Greetings, traveller."),
+        // The OOC rule only edits assistant messages (placement 2).
+        ("user", "Hi (OOC: ignore)"),
+        ("assistant", "Hello! "),
+        ("custom", "Remember the weather."),
+        ("user", "(Answer briefly.)"),
+        (
+            "custom",
+            "Reply to: What is the plan? [SillyTavern macro: random]",
+        ),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(layout, expect);
+    // The last user message is quoted by the post-history prompt, so history leaves it out.
+    assert!(matches!(
+        compiled.messages[2].source,
+        MessageSource::ChatHistory {
+            history_count: 2,
+            ..
+        }
+    ));
+}
