@@ -11,6 +11,7 @@ Examples:
   pi-forge fingerprint .pi/forge/prompt-stacks/reviewer.json
   pi-forge preview reviewer           show the system prompt and messages a stack produces
   pi-forge ui                         open the editor for this project in your browser
+  pi-forge import sillytavern Preset.json --character-id 100001 --dry-run
 
 Resources live in <project>/.pi/forge/ (prompt-stacks/, agent-profiles/, capabilities/,
 config.json; the legacy <project>/.pi/prompt-stacks/ is read too) and in the global directory
@@ -127,6 +128,11 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         #[arg(long)]
         demo: bool,
     },
+    /// Convert another tool's prompt preset into a prompt stack.
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
     /// Measure performance and print a JSON report (used by `cargo xtask bench`).
     #[command(hide = true)]
     Bench {
@@ -149,6 +155,41 @@ pub enum UiAction {
         #[command(flatten)]
         workspace: WorkspaceArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportSource {
+    /// Convert a SillyTavern chat-completion preset and print the migration report.
+    #[command(
+        after_help = "The stack is written to <scope>/prompt-stacks/<id>.json through the same \
+checks as the editor; an existing id is never overwritten. Malformed or non-preset JSON exits 2 \
+and writes nothing.\n\nExamples:\n  pi-forge import sillytavern Default.json --dry-run\n  \
+pi-forge import sillytavern Default.json --character-id 100001 --id roleplay"
+    )]
+    Sillytavern {
+        /// The preset JSON file exported from SillyTavern.
+        file: PathBuf,
+        /// Which `prompt_order` entry to use when the preset has several.
+        #[arg(long, value_name = "N")]
+        character_id: Option<String>,
+        /// The new stack's id (default: the file name, made id-safe).
+        #[arg(long)]
+        id: Option<String>,
+        /// Where to write the stack.
+        #[arg(long, value_enum, default_value_t = ImportScope::Project)]
+        scope: ImportScope,
+        /// Print the report and the stack JSON; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportScope {
+    Project,
+    Global,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

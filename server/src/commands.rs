@@ -1,6 +1,7 @@
-//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui`, `ui stop` and `bench`.
+//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui`, `ui stop`,
+//! `import` and `bench`.
 
-use crate::cli::{Cli, Command, ListKind, UiAction, WorkspaceArgs};
+use crate::cli::{Cli, Command, ImportSource, ListKind, UiAction, WorkspaceArgs};
 use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
@@ -64,6 +65,24 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 restart,
             })
         }
+        Command::Import {
+            source:
+                ImportSource::Sillytavern {
+                    file,
+                    character_id,
+                    id,
+                    scope,
+                    dry_run,
+                    workspace,
+                },
+        } => crate::import::sillytavern(crate::import::SillyTavernArgs {
+            file: &file,
+            character_id,
+            id,
+            scope,
+            dry_run,
+            workspace: &workspace,
+        }),
         Command::Bench {
             stacks,
             only,

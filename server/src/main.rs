@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod commands;
 mod http;
+mod import;
 mod paths;
 mod preview;
 mod state;
