@@ -15,6 +15,7 @@ pub mod extract;
 mod meta;
 mod profiles;
 pub mod security;
+mod stack_import;
 mod stacks;
 mod views;
 mod write;

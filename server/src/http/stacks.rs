@@ -27,6 +27,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/stacks", get(list).post(create))
         .route("/api/stacks/validate", post(validate_new))
+        .route("/api/stacks/import", post(super::stack_import::import))
         .route("/api/stacks/{sel}", get(read).put(save).delete(remove))
         .route("/api/stacks/{sel}/fork", post(fork))
         .route("/api/stacks/{sel}/export", get(export))
@@ -91,13 +92,12 @@ async fn read(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResu
     ))
 }
 
-/// The answer to a successful write: `{ok: true, ...the stack's view}` with its `ETag`.
-fn written_response(
+/// The view of a successfully written stack: `{ok: true, ...the stack's view}`, and its revision.
+pub(super) fn written_view(
     state: &AppState,
-    status: StatusCode,
     outcome: &Outcome,
     snapshot: &WorkspaceSnapshot,
-) -> ApiResult<Response> {
+) -> ApiResult<(Value, String)> {
     let Some(written) = &outcome.written else {
         return Err(ApiError::internal("The write reported no file."));
     };
@@ -110,14 +110,30 @@ fn written_response(
     if let Value::Object(map) = &mut view {
         map.insert("ok".into(), Value::Bool(true));
     }
-    let mut response = json_response(status, &view);
-    if let Some(value) = etag(&written.revision) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    Ok(response)
+    Ok((view, written.revision.clone()))
 }
 
-fn flag(body: &Map<String, Value>, key: &str) -> ApiResult<bool> {
+/// `view` as a JSON response with the `ETag` of `revision`.
+pub(super) fn view_response(status: StatusCode, view: &Value, revision: &str) -> Response {
+    let mut response = json_response(status, view);
+    if let Some(value) = etag(revision) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// The answer to a successful write: `{ok: true, ...the stack's view}` with its `ETag`.
+fn written_response(
+    state: &AppState,
+    status: StatusCode,
+    outcome: &Outcome,
+    snapshot: &WorkspaceSnapshot,
+) -> ApiResult<Response> {
+    let (view, revision) = written_view(state, outcome, snapshot)?;
+    Ok(view_response(status, &view, &revision))
+}
+
+pub(super) fn flag(body: &Map<String, Value>, key: &str) -> ApiResult<bool> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
