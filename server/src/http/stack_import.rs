@@ -229,7 +229,20 @@ pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<
 
     if dry_run {
         let snapshot = state.ws.snapshot();
-        let diagnostics = service::validate(Kind::Stack, scope, &stack, &snapshot);
+        let stack_id = stack.get("id").and_then(Value::as_str).unwrap_or_default();
+        let existing = snapshot
+            .stacks
+            .iter()
+            .find(|e| e.key.scope == scope && e.key.id == stack_id);
+        let mut diagnostics = service::validate(Kind::Stack, scope, &stack, &snapshot);
+        if existing.is_some() {
+            // The clash is answered as `exists`, for the editor to ask for another id.
+            diagnostics.retain(|d| {
+                !(d.level == Level::Error
+                    && d.field.as_deref() == Some("id")
+                    && d.message.starts_with("Prompt stack already exists"))
+            });
+        }
         if let Some(first) = diagnostics.iter().find(|d| d.level == Level::Error) {
             let mut error = ApiError::bad_request(first.message.clone())
                 .with_details(json!({ "diagnostics": diagnostics }));
@@ -238,11 +251,6 @@ pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<
             }
             return Err(error);
         }
-        let stack_id = stack.get("id").and_then(Value::as_str).unwrap_or_default();
-        let existing = snapshot
-            .stacks
-            .iter()
-            .find(|e| e.key.scope == scope && e.key.id == stack_id);
         let (errors, warnings, _) = diag::counts(&diagnostics);
         return Ok(json_response(
             StatusCode::OK,
