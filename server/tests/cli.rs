@@ -1,54 +1,11 @@
 //! The `pi-forge` command line, run as a real process against temp workspaces.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-struct Workspace {
-    root: PathBuf,
-}
+mod support;
 
-impl Workspace {
-    fn new(name: &str) -> Workspace {
-        let root = std::env::temp_dir().join(format!(
-            "pi-forge-cli-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(root.join("project")).unwrap();
-        std::fs::create_dir_all(root.join("global")).unwrap();
-        Workspace { root }
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root.join("project")
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let path = self.root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_pi-forge"))
-            .args(args)
-            .current_dir(self.project())
-            .env("PI_FORGE_GLOBAL_DIR", self.root.join("global"))
-            .env_remove("PI_FORGE_UNTRUSTED")
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
+use support::Dirs;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -67,8 +24,8 @@ const GOOD_STACK: &str = r#"{
 
 #[test]
 fn check_clean_workspace_exits_zero() {
-    let ws = Workspace::new("clean");
-    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
     let out = ws.run(&["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
@@ -79,9 +36,9 @@ fn check_clean_workspace_exits_zero() {
 
 #[test]
 fn check_groups_diagnostics_by_file_and_exits_one_on_error() {
-    let ws = Workspace::new("errors");
-    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
-    ws.write("project/.pi/forge/prompt-stacks/x.json", "{}");
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    ws.write(".pi/forge/prompt-stacks/x.json", "{}");
     let out = ws.run(&["check"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -96,8 +53,8 @@ warning: No enabled chat-history slot found; Pi chat context will be appended at
 
 #[test]
 fn check_json_report() {
-    let ws = Workspace::new("json");
-    ws.write("project/.pi/forge/prompt-stacks/broken.json", "{not json");
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/broken.json", "{not json");
     let out = ws.run(&["check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -117,7 +74,7 @@ fn check_json_report() {
 
 #[test]
 fn usage_errors_exit_two() {
-    let ws = Workspace::new("usage");
+    let ws = Dirs::new();
     assert_eq!(ws.run(&["check", "--bogus"]).status.code(), Some(2));
     assert_eq!(ws.run(&["list", "widgets"]).status.code(), Some(2));
     let missing = ws.run(&["check", "--project", "/definitely/not/here"]);
@@ -130,9 +87,9 @@ fn usage_errors_exit_two() {
 
 #[test]
 fn untrusted_checks_global_only() {
-    let ws = Workspace::new("untrusted");
-    ws.write("project/.pi/forge/prompt-stacks/x.json", "{}");
-    ws.write("global/prompt-stacks/reviewer.json", GOOD_STACK);
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/x.json", "{}");
+    ws.write_global("prompt-stacks/reviewer.json", GOOD_STACK);
     let out = ws.run(&["check", "--untrusted"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
@@ -144,10 +101,9 @@ fn untrusted_checks_global_only() {
 
 #[test]
 fn list_json_and_text() {
-    let ws = Workspace::new("list");
-    ws.write("project/.pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
-    ws.write(
-        "global/agent-profiles/worker.json",
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    ws.write_global("agent-profiles/worker.json",
         r#"{"schemaVersion":1,"type":"pi-forge.agent-profile","id":"worker","model":{"provider":"test","id":"model"},"thinkingLevel":"high","promptStack":null}"#,
     );
     let out = ws.run(&["list", "--json"]);
@@ -168,10 +124,9 @@ fn list_json_and_text() {
 
 #[test]
 fn fingerprint_of_a_profile_matches_spec_vector() {
-    let ws = Workspace::new("fp");
+    let ws = Dirs::new();
     // Spec C5 #4, written with extra whitespace: formatting does not change the fingerprint.
-    let path = ws.write(
-        "project/.pi/forge/agent-profiles/worker.json",
+    let path = ws.write(".pi/forge/agent-profiles/worker.json",
         "{ \"schemaVersion\": 1, \"type\": \"pi-forge.agent-profile\", \"id\": \"worker\",\n \"model\": {\"provider\": \"test\", \"id\": \"model\"}, \"thinkingLevel\": \"high\", \"promptStack\": \"worker\" }",
     );
     let out = ws.run(&["fingerprint", "--json", path.to_str().unwrap()]);
@@ -183,12 +138,12 @@ fn fingerprint_of_a_profile_matches_spec_vector() {
         report["fingerprint"],
         "sha256:v1:f209ac6b0ec3e1c7decc3cea8807856931596509dcdbce1a4c7d3eaeb1ccb8df"
     );
-    let other = ws.write("project/data.json", "{\"z\":1,\"a\":{\"d\":2,\"b\":1}}");
+    let other = ws.write("data.json", "{\"z\":1,\"a\":{\"d\":2,\"b\":1}}");
     let out = ws.run(&["fingerprint", other.to_str().unwrap()]);
     assert!(stdout(&out).contains(
         "fingerprint: sha256:v1:7abf5da5469eb969a507f9772e693effee5ed11b4ad9dcdccbe160d292dfcd68\n"
     ));
-    let bad = ws.write("project/bad.json", "{");
+    let bad = ws.write("bad.json", "{");
     let out = ws.run(&["fingerprint", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid JSON"));
@@ -196,7 +151,7 @@ fn fingerprint_of_a_profile_matches_spec_vector() {
 
 #[test]
 fn help_teaches_with_examples() {
-    let ws = Workspace::new("help");
+    let ws = Dirs::new();
     let out = ws.run(&["--help"]);
     let text = stdout(&out);
     for needle in [

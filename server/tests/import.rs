@@ -1,58 +1,11 @@
 //! `pi-forge import sillytavern`, run as a real process against temp workspaces.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-struct Workspace {
-    root: PathBuf,
-}
+mod support;
 
-impl Workspace {
-    fn new(name: &str) -> Workspace {
-        let root = std::env::temp_dir().join(format!(
-            "pi-forge-import-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(root.join("project")).unwrap();
-        std::fs::create_dir_all(root.join("global")).unwrap();
-        Workspace { root }
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root.join("project")
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let path = self.root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_pi-forge"))
-            .args(args)
-            .current_dir(self.project())
-            .env("PI_FORGE_GLOBAL_DIR", self.root.join("global"))
-            .env_remove("PI_FORGE_UNTRUSTED")
-            .output()
-            .unwrap()
-    }
-
-    fn stacks_dir(&self) -> PathBuf {
-        self.project().join(".pi/forge/prompt-stacks")
-    }
-}
-
-impl Drop for Workspace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
+use support::Dirs;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -96,7 +49,7 @@ fn files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn dry_run_prints_report_and_stack_and_writes_nothing() {
-    let ws = Workspace::new("dry");
+    let ws = Dirs::new();
     let preset = ws.write("Story Mode.json", PRESET);
     let out = ws.run(&[
         "import",
@@ -114,12 +67,12 @@ fn dry_run_prints_report_and_stack_and_writes_nothing() {
     assert!(text.contains("charDescription"), "{text}");
     assert!(text.contains("\"id\": \"Story-Mode\""), "{text}");
     assert!(text.contains("Dry run: nothing written."), "{text}");
-    assert!(files(&ws.stacks_dir()).is_empty());
+    assert!(files(&ws.project().join(".pi/forge/prompt-stacks")).is_empty());
 }
 
 #[test]
 fn import_writes_the_stack_and_refuses_an_existing_id() {
-    let ws = Workspace::new("write");
+    let ws = Dirs::new();
     let preset = ws.write("preset.json", PRESET);
     let path = preset.to_str().unwrap();
     let args = [
@@ -134,8 +87,16 @@ fn import_writes_the_stack_and_refuses_an_existing_id() {
     let out = ws.run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("Wrote"), "{}", stdout(&out));
-    assert_eq!(files(&ws.stacks_dir()), ["story.json"]);
-    let written = std::fs::read_to_string(ws.stacks_dir().join("story.json")).unwrap();
+    assert_eq!(
+        files(&ws.project().join(".pi/forge/prompt-stacks")),
+        ["story.json"]
+    );
+    let written = std::fs::read_to_string(
+        ws.project()
+            .join(".pi/forge/prompt-stacks")
+            .join("story.json"),
+    )
+    .unwrap();
     let value: serde_json::Value = serde_json::from_str(&written).unwrap();
     assert_eq!(value["id"], "story");
     assert_eq!(value["schemaVersion"], 2);
@@ -152,14 +113,19 @@ fn import_writes_the_stack_and_refuses_an_existing_id() {
     assert!(err.contains("already exists"), "{err}");
     assert!(err.contains("--id"), "{err}");
     assert_eq!(
-        std::fs::read_to_string(ws.stacks_dir().join("story.json")).unwrap(),
+        std::fs::read_to_string(
+            ws.project()
+                .join(".pi/forge/prompt-stacks")
+                .join("story.json")
+        )
+        .unwrap(),
         written
     );
 }
 
 #[test]
 fn several_character_ids_without_a_choice_exit_2() {
-    let ws = Workspace::new("choose");
+    let ws = Dirs::new();
     let preset = ws.write("preset.json", PRESET);
     let out = ws.run(&["import", "sillytavern", preset.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
@@ -168,12 +134,12 @@ fn several_character_ids_without_a_choice_exit_2() {
         "{}",
         stderr(&out)
     );
-    assert!(files(&ws.stacks_dir()).is_empty());
+    assert!(files(&ws.project().join(".pi/forge/prompt-stacks")).is_empty());
 }
 
 #[test]
 fn bad_or_non_preset_json_exits_2_and_writes_nothing() {
-    let ws = Workspace::new("bad");
+    let ws = Dirs::new();
     let cases = [
         ("broken.json", "{\"prompts\": [", "is not valid JSON"),
         ("array.json", "[1, 2]", "Preset root must be a JSON object."),
@@ -191,5 +157,5 @@ fn bad_or_non_preset_json_exits_2_and_writes_nothing() {
     }
     let missing = ws.run(&["import", "sillytavern", "nope.json"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(files(&ws.stacks_dir()).is_empty());
+    assert!(files(&ws.project().join(".pi/forge/prompt-stacks")).is_empty());
 }

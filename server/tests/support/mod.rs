@@ -45,6 +45,19 @@ impl Dirs {
         path
     }
 
+    /// Writes a file below the global forge directory.
+    pub fn write_global(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.global().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs `pi-forge <args>` to completion with this test's environment.
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().unwrap()
+    }
+
     /// `pi-forge <args>` with this test's environment.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-forge"));
