@@ -35,7 +35,8 @@ pub struct WorkspaceArgs {
     /// Global forge directory. Defaults to $PI_FORGE_GLOBAL_DIR, else ~/.pi/forge.
     #[arg(long, value_name = "DIR")]
     pub global_dir: Option<PathBuf>,
-    /// Treat the project as untrusted: only global resources are read, nothing is written.
+    /// Treat the project as untrusted: only global resources are read, and project files are
+    /// never written.
     /// Also set by PI_FORGE_UNTRUSTED=1.
     #[arg(long)]
     pub untrusted: bool,
