@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use forge_core::diag::{self, Level};
+use forge_core::id::Selector;
 use forge_core::id::{fallback_id, is_valid_id};
 use forge_core::import::sillytavern::{self, ImportError, ImportOptions};
 use forge_core::json;
@@ -234,15 +235,17 @@ pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<
             .stacks
             .iter()
             .find(|e| e.key.scope == scope && e.key.id == stack_id);
-        let mut diagnostics = service::validate(Kind::Stack, scope, &stack, &snapshot);
-        if existing.is_some() {
-            // The clash is answered as `exists`, for the editor to ask for another id.
-            diagnostics.retain(|d| {
-                !(d.level == Level::Error
-                    && d.field.as_deref() == Some("id")
-                    && d.message.starts_with("Prompt stack already exists"))
-            });
-        }
+        // A clash with an existing id is answered as `exists` (the editor then asks for another
+        // id), so the draft is validated as if it replaced that stack.
+        let diagnostics = match existing {
+            Some(entry) => service::validate_update(
+                Kind::Stack,
+                &Selector::Scoped(entry.key.clone()),
+                &stack,
+                &snapshot,
+            )?,
+            None => service::validate(Kind::Stack, scope, &stack, &snapshot),
+        };
         if let Some(first) = diagnostics.iter().find(|d| d.level == Level::Error) {
             let mut error = ApiError::bad_request(first.message.clone())
                 .with_details(json!({ "diagnostics": diagnostics }));
