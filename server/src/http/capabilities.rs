@@ -2,7 +2,7 @@
 //! of a Preset's bindings.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -13,10 +13,12 @@ use forge_core::workspace::{CapabilityEntry, Resolved, WorkspaceSnapshot};
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{ok_json, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{capability_view, with_etag};
-use super::write::{delete_resource, mutate, save_resource, Outcome};
+use super::write::{
+    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+};
 use super::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -98,24 +100,12 @@ fn written_response(
     outcome: &Outcome,
     snapshot: &WorkspaceSnapshot,
 ) -> ApiResult<Response> {
-    let written = outcome
-        .written
-        .as_ref()
-        .ok_or_else(|| ApiError::internal("The write reported no file."))?;
-    let entry = snapshot
-        .capabilities
-        .iter()
-        .find(|e| e.file == written.file)
-        .ok_or_else(|| ApiError::internal("The written capability did not load."))?;
-    let mut view = capability_view(entry, snapshot);
-    if let Value::Object(map) = &mut view {
-        map.insert("ok".into(), Value::Bool(true));
-    }
-    let mut response = json_response(status, &view);
-    if let Some(value) = etag(&written.revision) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    Ok(response)
+    let (entry, revision) = written_entry(outcome, &snapshot.capabilities, "capability")?;
+    Ok(ok_view_response(
+        status,
+        capability_view(entry, snapshot),
+        &revision,
+    ))
 }
 
 /// `POST /api/capabilities` `{scope?, capability}` → 201.

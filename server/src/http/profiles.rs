@@ -6,7 +6,7 @@
 //! `current` is pi-forge's own state (the stack chosen with activate, no model).
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -20,10 +20,12 @@ use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, Worksp
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{ok_json, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
-use super::write::{delete_resource, mutate, save_resource, Outcome};
+use super::write::{
+    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+};
 use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
@@ -198,24 +200,12 @@ fn written_response(
     outcome: &Outcome,
     snapshot: &WorkspaceSnapshot,
 ) -> ApiResult<Response> {
-    let written = outcome
-        .written
-        .as_ref()
-        .ok_or_else(|| ApiError::internal("The write reported no file."))?;
-    let entry = snapshot
-        .profiles
-        .iter()
-        .find(|e| e.file == written.file)
-        .ok_or_else(|| ApiError::internal("The written profile did not load."))?;
-    let mut view = entry_view(state, snapshot, entry);
-    if let Value::Object(map) = &mut view {
-        map.insert("ok".into(), Value::Bool(true));
-    }
-    let mut response = json_response(status, &view);
-    if let Some(value) = etag(&written.revision) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    Ok(response)
+    let (entry, revision) = written_entry(outcome, &snapshot.profiles, "profile")?;
+    Ok(ok_view_response(
+        status,
+        entry_view(state, snapshot, entry),
+        &revision,
+    ))
 }
 
 /// `POST /api/profiles` `{profile, scope?, overwrite?}` → 201.

@@ -17,7 +17,8 @@ use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{json_response, JsonBody};
-use super::stacks::{flag, view_response, written_view};
+use super::stacks::{flag, written_view};
+use super::write::ok_view_response;
 use super::write::{mutate, Outcome};
 use super::AppState;
 
@@ -283,5 +284,5 @@ pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<
         map.insert("format".into(), Value::String(format.name().into()));
         map.insert("report".into(), report);
     }
-    Ok(view_response(StatusCode::CREATED, &view, &revision))
+    Ok(ok_view_response(StatusCode::CREATED, view, &revision))
 }

@@ -18,9 +18,11 @@ use forge_core::workspace::{
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{etag, json_response, ok_json, resource_object, JsonBody};
+use super::extract::{etag, ok_json, resource_object, JsonBody};
 use super::views::{stack_detail, stack_summary, with_etag};
-use super::write::{delete_resource, mutate, save_resource, Outcome};
+use super::write::{
+    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+};
 use super::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -92,34 +94,14 @@ async fn read(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResu
     ))
 }
 
-/// The view of a successfully written stack: `{ok: true, ...the stack's view}`, and its revision.
+/// The saved stack's view (`ok` added by [`ok_view_response`]) and its new revision.
 pub(super) fn written_view(
     state: &AppState,
     outcome: &Outcome,
     snapshot: &WorkspaceSnapshot,
 ) -> ApiResult<(Value, String)> {
-    let Some(written) = &outcome.written else {
-        return Err(ApiError::internal("The write reported no file."));
-    };
-    let entry = snapshot
-        .stacks
-        .iter()
-        .find(|e| e.file == written.file)
-        .ok_or_else(|| ApiError::internal("The written stack did not load."))?;
-    let mut view = stack_detail(entry, state.active_id().as_deref());
-    if let Value::Object(map) = &mut view {
-        map.insert("ok".into(), Value::Bool(true));
-    }
-    Ok((view, written.revision.clone()))
-}
-
-/// `view` as a JSON response with the `ETag` of `revision`.
-pub(super) fn view_response(status: StatusCode, view: &Value, revision: &str) -> Response {
-    let mut response = json_response(status, view);
-    if let Some(value) = etag(revision) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    response
+    let (entry, revision) = written_entry(outcome, &snapshot.stacks, "stack")?;
+    Ok((stack_detail(entry, state.active_id().as_deref()), revision))
 }
 
 /// The answer to a successful write: `{ok: true, ...the stack's view}` with its `ETag`.
@@ -130,7 +112,7 @@ fn written_response(
     snapshot: &WorkspaceSnapshot,
 ) -> ApiResult<Response> {
     let (view, revision) = written_view(state, outcome, snapshot)?;
-    Ok(view_response(status, &view, &revision))
+    Ok(ok_view_response(status, view, &revision))
 }
 
 pub(super) fn flag(body: &Map<String, Value>, key: &str) -> ApiResult<bool> {

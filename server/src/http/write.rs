@@ -113,3 +113,40 @@ pub async fn delete_resource(
     .await?;
     Ok(outcome)
 }
+
+/// The entry a successful write produced in the reloaded snapshot, with the written revision.
+pub fn written_entry<'a, T>(
+    outcome: &Outcome,
+    entries: &'a [forge_core::workspace::Loaded<T>],
+    noun: &str,
+) -> ApiResult<(&'a forge_core::workspace::Loaded<T>, String)> {
+    let written = outcome
+        .written
+        .as_ref()
+        .ok_or_else(|| super::error::ApiError::internal("The write reported no file."))?;
+    let entry = entries
+        .iter()
+        .find(|e| e.file == written.file)
+        .ok_or_else(|| {
+            super::error::ApiError::internal(format!("The written {noun} did not load."))
+        })?;
+    Ok((entry, written.revision.clone()))
+}
+
+/// The answer to a successful write: `{ok: true, ...view}` with the new revision as `ETag`.
+pub fn ok_view_response(
+    status: axum::http::StatusCode,
+    mut view: serde_json::Value,
+    revision: &str,
+) -> axum::response::Response {
+    if let serde_json::Value::Object(map) = &mut view {
+        map.insert("ok".into(), serde_json::Value::Bool(true));
+    }
+    let mut response = super::extract::json_response(status, &view);
+    if let Some(value) = super::extract::etag(revision) {
+        response
+            .headers_mut()
+            .insert(axum::http::header::ETAG, value);
+    }
+    response
+}
