@@ -29,6 +29,7 @@ mod model;
 mod parse;
 mod policy;
 mod regex_rules;
+pub mod slot_schema;
 
 pub use model::{
     ItemBody, ItemKind, PromptStack, Role, SchemaVersion, StackItem, StackMode, BUILTIN_SLOTS,

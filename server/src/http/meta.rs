@@ -1,10 +1,12 @@
-//! `GET /api/meta`, `GET /api/resources` and `POST /api/reload`.
+//! `GET /api/meta`, `GET /api/resources`, `GET /api/registry` and `POST /api/reload`.
 
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::profile::ThinkingLevel;
 use forge_core::runtime::ToolInfo;
+use forge_core::stack::slot_schema::SLOT_SCHEMAS;
 use serde_json::{json, Value};
 
 use super::extract::ok_json;
@@ -31,6 +33,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/meta", get(meta))
         .route("/api/resources", get(resources))
+        .route("/api/registry", get(registry))
         .route("/api/reload", post(reload))
 }
 
@@ -95,6 +98,17 @@ async fn resources(State(state): State<AppState>) -> Response {
             "tools": tools,
             "skills": skills,
         })).collect::<Vec<_>>(),
+    }))
+}
+
+/// `GET /api/registry` → the fixed vocabulary the editor builds forms from: the option schema of
+/// every built-in slot and the thinking levels a profile may name. It does not depend on the
+/// workspace.
+async fn registry() -> Response {
+    let levels: Vec<&str> = ThinkingLevel::ALL.iter().map(|l| l.as_str()).collect();
+    ok_json(&json!({
+        "slots": SLOT_SCHEMAS,
+        "thinkingLevels": levels,
     }))
 }
 
