@@ -14,6 +14,7 @@
 
 mod extract;
 mod history;
+pub mod text;
 
 pub use extract::{extract_blocks, payload_content_text};
 pub use history::{
