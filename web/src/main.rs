@@ -1,27 +1,27 @@
 //! forge-web: the pi-forge single-page app (Leptos CSR).
 //!
 //! Built only for `wasm32-unknown-unknown` by `cargo xtask dist`; the server embeds the
-//! resulting bundle from `assets/dist/`.
+//! resulting bundle from `assets/dist/`. It talks to the server through the JSON API
+//! (`api`) and the event stream (`events`), and runs forge-core in the browser for
+//! validation and diffs, so browser and server agree on every rule.
 #![forbid(unsafe_code)]
 
-use leptos::prelude::*;
-
-const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-#[component]
-fn App() -> impl IntoView {
-    view! {
-        <main id="app">
-            <header class="masthead">
-                <h1>"pi-forge"</h1>
-                <span class="version">"v" {VERSION}</span>
-            </header>
-            <p class="lead">"Workspace editor — coming soon"</p>
-        </main>
-    }
-}
+mod api;
+mod dialogs;
+mod editor;
+mod events;
+mod items;
+mod jp;
+mod policy;
+mod preview;
+mod profiles;
+mod regex;
+mod shell;
+mod stack_tab;
+mod state;
+mod widgets;
 
 fn main() {
     console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(App);
+    leptos::mount::mount_to_body(shell::Shell);
 }

@@ -1,0 +1,452 @@
+//! In-app dialogs: confirm, new Preset (template, scope, live id check), fork, import
+//! (native or SillyTavern, with the migration report before anything is written).
+
+use forge_core::id::{is_valid_id, ID_RULE};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{json, Value};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::api::{self, arr, b, s, seg};
+use crate::shell::focus_later;
+use crate::state::{self, app, App, Dialog, Scope, Tone};
+
+#[component]
+pub fn Dialogs() -> impl IntoView {
+    let app = app();
+    move || {
+        let dialog = app.dialog.get()?;
+        focus_later(".modal [autofocus], .modal input, .modal button.primary".into());
+        let body = match dialog {
+            Dialog::Confirm { title, body, confirm, danger, on_confirm } => view! {
+                <h2 id="dialog-title">{title}</h2>
+                <p>{body}</p>
+                <div class="row end">
+                    <button class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
+                    <button class="primary confirm" class:danger=danger autofocus
+                        on:click=move |_| { app.dialog.set(None); on_confirm.run(()); }>{confirm}</button>
+                </div>
+            }.into_any(),
+            Dialog::NewStack => view! { <NewStackDialog/> }.into_any(),
+            Dialog::Fork => view! { <ForkDialog/> }.into_any(),
+            Dialog::Import => view! { <ImportDialog/> }.into_any(),
+        };
+        Some(view! {
+            <div class="modal-backdrop" on:click=move |e| {
+                // A click on the backdrop itself (not inside the dialog) closes it.
+                if e.target() == e.current_target() { app.dialog.set(None); }
+            }>
+                <div class="modal" role="dialog" aria-modal="true" aria-labelledby="dialog-title">{body}</div>
+            </div>
+        })
+    }
+}
+
+/// Why `id` cannot be created in `scope`, if it cannot.
+pub fn id_problem(app: App, id: &str, scope: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("Enter an id.".into());
+    }
+    if !is_valid_id(id) {
+        return Some(format!("Not a valid id: {ID_RULE}"));
+    }
+    let exists = app.stacks.with(|rows| rows.iter().any(|r| r.id == id && r.scope == scope));
+    exists.then(|| format!("A {scope} Preset with the id {id} already exists."))
+}
+
+const TEMPLATES: [(&str, &str, &str); 3] = [
+    ("pi-mirror", "Pi mirror layout", "Pi's own prompt layout as editable items: identity, tools, guidelines, project context, skills, date and chat history."),
+    ("minimal-worker", "Minimal worker", "A short role block, read-only tools and the chat history. A start for subagents."),
+    ("empty", "Empty", "No items at all."),
+];
+
+fn template(kind: &str, id: &str, name: &str) -> Value {
+    let mut stack = json!({ "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": id });
+    if !name.trim().is_empty() {
+        stack["name"] = json!(name.trim());
+    }
+    let items = match kind {
+        "pi-mirror" => json!([
+            { "kind": "block", "id": "identity", "role": "system", "content": "You are a coding agent working in the user's project. Read before you change, keep edits small, and say what you did." },
+            { "kind": "slot", "id": "tools", "slot": "tools" },
+            { "kind": "slot", "id": "guidelines", "slot": "tool-guidelines" },
+            { "kind": "slot", "id": "project", "slot": "project-context" },
+            { "kind": "slot", "id": "skills", "slot": "skills" },
+            { "kind": "slot", "id": "when", "slot": "date-cwd" },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]),
+        "minimal-worker" => {
+            stack["tools"] = json!({ "allow": ["read", "grep", "find", "ls"] });
+            json!([
+                { "kind": "block", "id": "role", "role": "system", "content": "You do one focused task and report the result briefly. You do not modify files." },
+                { "kind": "slot", "id": "history", "slot": "chat-history" }
+            ])
+        }
+        _ => json!([]),
+    };
+    stack["items"] = items;
+    stack
+}
+
+fn scope_select(scope: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span class="label">"Scope"</span>
+            <select name="scope" prop:value=move || scope.get() on:change=move |e| scope.set(event_target_value(&e))>
+                <option value="project">"Project (.pi/forge)"</option>
+                <option value="global">"Global (~/.pi/forge)"</option>
+            </select>
+        </label>
+    }
+}
+
+#[component]
+fn NewStackDialog() -> impl IntoView {
+    let app = app();
+    let id = RwSignal::new(String::new());
+    let name = RwSignal::new(String::new());
+    let scope = RwSignal::new(app.scope.get_untracked().as_str().to_string());
+    let kind = RwSignal::new("pi-mirror".to_string());
+    let activate = RwSignal::new(true);
+    let busy = RwSignal::new(false);
+    let problem = move || id_problem(app, id.get().trim(), &scope.get());
+    let create = move |_| {
+        if problem().is_some() || busy.get_untracked() {
+            return;
+        }
+        let id_v = id.get_untracked().trim().to_string();
+        let scope_v = scope.get_untracked();
+        let body = json!({
+            "stack": template(&kind.get_untracked(), &id_v, &name.get_untracked()),
+            "scope": scope_v,
+            "activate": activate.get_untracked(),
+        });
+        busy.set(true);
+        spawn_local(async move {
+            match api::post("/api/stacks", &body).await {
+                Ok(view) => {
+                    app.dialog.set(None);
+                    app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                    state::apply_view(app, &view, false);
+                    app.say(format!("Created {id_v}"), Tone::Ok);
+                    state::refresh_stacks(app);
+                }
+                Err(e) => {
+                    busy.set(false);
+                    app.fail(&e);
+                }
+            }
+        });
+    };
+    view! {
+        <h2 id="dialog-title">"New Preset"</h2>
+        <form class="dialog-form" on:submit=move |e| { e.prevent_default(); create(()); }>
+            <label class="field">
+                <span class="label">"Preset ID"</span>
+                <input type="text" name="new-id" autofocus placeholder="e.g. reviewer" autocomplete="off"
+                    class:invalid=move || !id.get().is_empty() && problem().is_some()
+                    prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))/>
+                <span class="field-note" class:field-error=move || !id.get().is_empty() && problem().is_some()>
+                    {move || if id.get().is_empty() { "Letters, digits, dot, dash and underscore; it becomes the file name.".to_string() } else { problem().unwrap_or_else(|| "Available.".into()) }}
+                </span>
+            </label>
+            <label class="field">
+                <span class="label">"Name"</span>
+                <input type="text" name="new-name" prop:value=move || name.get() on:input=move |e| name.set(event_target_value(&e))/>
+            </label>
+            {scope_select(scope)}
+            <fieldset class="templates">
+                <legend>"Start from"</legend>
+                {TEMPLATES.iter().map(|(key, label, help)| view! {
+                    <label class="template">
+                        <input type="radio" name="template" value=*key prop:checked=move || kind.get() == *key
+                            on:change=move |_| kind.set(key.to_string())/>
+                        <span class="template-label">{*label}</span>
+                        <span class="help">{*help}</span>
+                    </label>
+                }).collect_view()}
+            </fieldset>
+            <label class="check">
+                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
+                <span>"Activate it now"</span>
+            </label>
+            <div class="row end">
+                <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
+                <button type="submit" class="primary create" disabled=move || problem().is_some() || busy.get()>"Create"</button>
+            </div>
+        </form>
+    }
+}
+
+#[component]
+fn ForkDialog() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let Some(loaded) = ed.loaded.get_untracked() else {
+        return view! { <p>"Open a Preset first."</p> }.into_any();
+    };
+    let id = RwSignal::new(format!("{}-copy", loaded.id));
+    let scope = RwSignal::new(loaded.scope.clone());
+    let activate = RwSignal::new(false);
+    let problem = move || id_problem(app, id.get().trim(), &scope.get());
+    let dirty = ed.dirty.get_untracked();
+    let source = loaded.selector.clone();
+    let fork = move |_| {
+        if problem().is_some() {
+            return;
+        }
+        let new_id = id.get_untracked().trim().to_string();
+        let scope_v = scope.get_untracked();
+        let body = json!({ "id": new_id, "scope": scope_v, "activate": activate.get_untracked() });
+        let path = format!("/api/stacks/{}/fork", seg(&source));
+        spawn_local(async move {
+            match api::post(&path, &body).await {
+                Ok(view) => {
+                    app.dialog.set(None);
+                    if dirty {
+                        app.say(format!("Forked to {new_id}; your unsaved changes stay here"), Tone::Ok);
+                    } else {
+                        app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                        state::apply_view(app, &view, false);
+                        app.say(format!("Forked to {new_id}"), Tone::Ok);
+                    }
+                    state::refresh_stacks(app);
+                }
+                Err(e) => app.fail(&e),
+            }
+        });
+    };
+    view! {
+        <h2 id="dialog-title">{format!("Fork {}", loaded.id)}</h2>
+        <form class="dialog-form" on:submit=move |e| { e.prevent_default(); fork(()); }>
+            {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
+            <label class="field">
+                <span class="label">"New ID"</span>
+                <input type="text" name="fork-id" autofocus prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))
+                    class:invalid=move || problem().is_some()/>
+                <span class="field-note" class:field-error=move || problem().is_some()>{move || problem().unwrap_or_else(|| "Available.".into())}</span>
+            </label>
+            {scope_select(scope)}
+            <label class="check">
+                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
+                <span>"Activate the fork"</span>
+            </label>
+            <div class="row end">
+                <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
+                <button type="submit" class="primary" disabled=move || problem().is_some()>"Fork"</button>
+            </div>
+        </form>
+    }
+    .into_any()
+}
+
+/// The import dialog's steps.
+#[derive(Clone, PartialEq)]
+enum Step {
+    Pick,
+    /// A SillyTavern preset with several `prompt_order` entries: which one?
+    Character(Vec<String>),
+    /// The dry run's answer: review, then import.
+    Review(Value),
+}
+
+#[component]
+fn ImportDialog() -> impl IntoView {
+    let app = app();
+    let step = RwSignal::new(Step::Pick);
+    let content = RwSignal::new(String::new());
+    let file_name = RwSignal::new(String::new());
+    let character: RwSignal<Option<String>> = RwSignal::new(None);
+    let id = RwSignal::new(String::new());
+    let scope = RwSignal::new(app.scope.get_untracked().as_str().to_string());
+    let activate = RwSignal::new(false);
+    let error: RwSignal<Option<String>> = RwSignal::new(None);
+    let busy = RwSignal::new(false);
+
+    let dry_run = move || {
+        let mut body = json!({ "content": content.get_untracked(), "fileName": file_name.get_untracked(), "dryRun": true, "scope": scope.get_untracked() });
+        if let Some(c) = character.get_untracked() {
+            body["characterId"] = json!(c);
+        }
+        busy.set(true);
+        spawn_local(async move {
+            let result = api::post("/api/stacks/import", &body).await;
+            busy.set(false);
+            match result {
+                Ok(v) => {
+                    id.set(s(&v, "id"));
+                    error.set(None);
+                    step.set(Step::Review(v));
+                }
+                Err(e) if e.code == "character_id_required" => {
+                    let ids: Vec<String> = e.body.pointer("/details/characterIds").and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string).or_else(|| Some(v.to_string()))).collect())
+                        .unwrap_or_default();
+                    character.set(ids.first().cloned());
+                    error.set(None);
+                    step.set(Step::Character(ids));
+                }
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    let on_file = move |e: leptos::ev::Event| {
+        let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        file_name.set(file.name());
+        character.set(None);
+        spawn_local(async move {
+            match JsFuture::from(file.text()).await {
+                Ok(text) => {
+                    content.set(text.as_string().unwrap_or_default());
+                    dry_run();
+                }
+                Err(_) => error.set(Some("The file could not be read.".into())),
+            }
+        });
+    };
+    let problem = move || id_problem(app, id.get().trim(), &scope.get());
+    let import = move |_| {
+        if problem().is_some() || busy.get_untracked() {
+            return;
+        }
+        let new_id = id.get_untracked().trim().to_string();
+        let mut body = json!({ "content": content.get_untracked(), "fileName": file_name.get_untracked(), "id": new_id, "scope": scope.get_untracked() });
+        if let Some(c) = character.get_untracked() {
+            body["characterId"] = json!(c);
+        }
+        let activate_now = activate.get_untracked();
+        let scope_v = scope.get_untracked();
+        busy.set(true);
+        spawn_local(async move {
+            let result = api::post("/api/stacks/import", &body).await;
+            busy.set(false);
+            match result {
+                Ok(view) => {
+                    app.dialog.set(None);
+                    app.say(format!("Imported {new_id}"), Tone::Ok);
+                    let selector = s(&view, "selector");
+                    app.guard("Opening the imported Preset", move || {
+                        app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                        state::apply_view(app, &view, false);
+                    });
+                    if activate_now {
+                        state::activate(app, selector);
+                    }
+                    state::refresh_stacks(app);
+                }
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+
+    view! {
+        <h2 id="dialog-title">"Import a Preset"</h2>
+        <div class="dialog-form import">
+            <p class="help">"A pi-forge Preset file, or a SillyTavern chat-completion preset (converted, with a report). Nothing is written until you confirm, and an existing Preset is never replaced."</p>
+            <label class="field">
+                <span class="label">"File"</span>
+                <input type="file" name="import-file" accept=".json,application/json" on:change=on_file/>
+            </label>
+            {move || error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+            {move || match step.get() {
+                Step::Pick => view! { <p class="muted">{move || if busy.get() { "Reading…" } else { "Choose a file." }}</p> }.into_any(),
+                Step::Character(ids) => view! {
+                    <div class="character-step">
+                        <p>"This preset has prompt orders for several characters. Which one should be imported?"</p>
+                        <label class="field">
+                            <span class="label">"Character ID"</span>
+                            <select name="character-id" prop:value=move || character.get().unwrap_or_default()
+                                on:change=move |e| character.set(Some(event_target_value(&e)))>
+                                {ids.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
+                            </select>
+                        </label>
+                        <div class="row end">
+                            <button class="primary use-character" on:click=move |_| dry_run()>"Continue"</button>
+                        </div>
+                    </div>
+                }.into_any(),
+                Step::Review(v) => review(app, v, id, scope, activate, problem, busy, import).into_any(),
+            }}
+            <div class="row end">
+                <button class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
+            </div>
+        </div>
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn review(
+    _app: App,
+    v: Value,
+    id: RwSignal<String>,
+    scope: RwSignal<String>,
+    activate: RwSignal<bool>,
+    problem: impl Fn() -> Option<String> + Copy + Send + Sync + 'static,
+    busy: RwSignal<bool>,
+    import: impl Fn(()) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let format = s(&v, "format");
+    let report = v.get("report").cloned().unwrap_or(Value::Null);
+    let items = v.pointer("/stack/items").and_then(Value::as_array).map_or(0, Vec::len);
+    let section = |key: &str, title: &str| {
+        let list = arr(&report, key).to_vec();
+        (!list.is_empty()).then(|| {
+            let count = list.len();
+            view! {
+                <details class=format!("report {key}") open=key != "converted">
+                    <summary>{format!("{title} ({count})")}</summary>
+                    <ul>
+                        {list.into_iter().map(|e| view! {
+                            <li><strong>{if s(&e, "name").is_empty() { s(&e, "identifier") } else { s(&e, "name") }}</strong>" — "{s(&e, "reason")}</li>
+                        }).collect_view()}
+                    </ul>
+                </details>
+            }
+        })
+    };
+    let errors = v.get("errors").and_then(Value::as_u64).unwrap_or(0);
+    let warnings = v.get("warnings").and_then(Value::as_u64).unwrap_or(0);
+    view! {
+        <div class="review">
+            <p class="import-summary">{format!(
+                "{} · {items} item{} · {errors} error{} · {warnings} warning{}",
+                if format == "sillytavern" { "SillyTavern preset".to_string() } else { "pi-forge Preset".to_string() },
+                if items == 1 { "" } else { "s" }, if errors == 1 { "" } else { "s" }, if warnings == 1 { "" } else { "s" }
+            )}{(!s(&report, "characterId").is_empty()).then(|| format!(" · character {}", s(&report, "characterId")))}</p>
+            {section("converted", "Converted")}
+            {section("approximated", "Approximated")}
+            {section("dropped", "Dropped")}
+            <label class="field">
+                <span class="label">"Preset ID"</span>
+                <input type="text" name="import-id" prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))
+                    class:invalid=move || problem().is_some()/>
+                <span class="field-note" class:field-error=move || problem().is_some()>{move || problem().unwrap_or_else(|| "Available.".into())}</span>
+            </label>
+            {scope_select(scope)}
+            <label class="check">
+                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
+                <span>"Activate it now"</span>
+            </label>
+            <div class="row end">
+                <button class="primary do-import" disabled=move || { problem().is_some() || busy.get() || errors > 0 }
+                    on:click=move |_| import(())>"Import"</button>
+            </div>
+        </div>
+    }
+}
+
+/// Why a new profile cannot use `id` in `scope`, if it cannot.
+pub fn id_problem_profiles(collection: RwSignal<Value>, id: &str, scope: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("Enter an id.".into());
+    }
+    if !is_valid_id(id) {
+        return Some(format!("Not a valid id: {ID_RULE}"));
+    }
+    let exists = collection.with(|c| {
+        arr(c, "profiles").iter().any(|e| s(e, "id") == id && s(e, "scope") == scope)
+    });
+    exists.then(|| format!("A {scope} profile with the id {id} already exists."))
+}

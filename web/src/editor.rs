@@ -1,0 +1,329 @@
+//! The open Preset: title, action bar, live-change banner, conflict view, section tabs and
+//! the diagnostics panel.
+
+use forge_core::diag::Level;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{json, Value};
+
+use crate::api::{self, arr, seg, s};
+use crate::items::ItemsTab;
+use crate::jp;
+use crate::policy::PolicyTab;
+use crate::preview::{diff_view, Dock};
+use crate::regex::RegexTab;
+use crate::stack_tab::{JsonTab, StackTab};
+use crate::state::{self, app, level_class, Dialog, Tab, Tone};
+
+#[component]
+pub fn StackWorkspace() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    move || {
+        if ed.loaded.with(Option::is_none) {
+            let empty = app.stacks_loaded.get() && app.stacks.with(Vec::is_empty);
+            return view! {
+                <div class="empty-state">
+                    {if empty {
+                        view! {
+                            <h2>"No prompt stacks found."</h2>
+                            <p>"A Preset shapes Pi's system prompt and message layout. Create one to start."</p>
+                        }.into_any()
+                    } else {
+                        view! { <p>"Select a Preset in the list."</p> }.into_any()
+                    }}
+                    <button class="primary" on:click=move |_| app.dialog.set(Some(Dialog::NewStack))>"New Preset"</button>
+                </div>
+            }
+            .into_any();
+        }
+        view! { <Editor/> }.into_any()
+    }
+}
+
+#[component]
+fn Editor() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let dock = expect_context::<Dock>();
+    let loaded = move || ed.loaded.get();
+    let selector = move || ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()).unwrap_or_default());
+    let is_active = move || {
+        let sel = selector();
+        app.active_id.with(|a| a.as_deref() == Some(sel.as_str()))
+    };
+    let title = move || {
+        ed.draft.with(|d| {
+            let name = jp::get_str(d, "/name");
+            if name.trim().is_empty() {
+                jp::get_str(d, "/id")
+            } else {
+                name
+            }
+        })
+    };
+    let unparsable = move || ed.loaded.with(|l| l.as_ref().is_some_and(|l| l.saved.is_null()));
+
+    let validate = move |_| {
+        let sel = selector();
+        let body = json!({ "stack": ed.draft.get_untracked() });
+        spawn_local(async move {
+            match api::post(&format!("/api/stacks/{}/validate", seg(&sel)), &body).await {
+                Ok(v) => {
+                    let errors = arr(&v, "diagnostics").iter().filter(|d| s(d, "level") == "error").count();
+                    let warnings = arr(&v, "diagnostics").iter().filter(|d| s(d, "level") == "warning").count();
+                    app.say(
+                        format!("Validation complete: {errors} error{}, {warnings} warning{}", plural(errors), plural(warnings)),
+                        if errors > 0 { Tone::Error } else { Tone::Ok },
+                    );
+                }
+                Err(e) => app.fail(&e),
+            }
+        });
+    };
+    let export_href = move || format!("/api/stacks/{}/export", seg(&selector()));
+    let export_name = move || format!("{}.json", ed.loaded.with(|l| l.as_ref().map(|l| l.id.clone()).unwrap_or_default()));
+    let more_open = RwSignal::new(false);
+    let delete = move |_| {
+        more_open.set(false);
+        let Some(l) = ed.loaded.get_untracked() else { return };
+        app.dialog.set(Some(Dialog::Confirm {
+            title: format!("Delete {}?", l.id),
+            body: format!("This deletes {} from disk. It cannot be undone.", l.path),
+            confirm: "Delete".into(),
+            danger: true,
+            on_confirm: Callback::new(move |_| delete_stack(l.clone())),
+        }));
+    };
+
+    view! {
+        <div class="editor">
+            <div class="editor-head">
+                <div class="title-line">
+                    <h2 class="stack-title">{title}</h2>
+                    <code class="selector">{selector}</code>
+                    <Show when=is_active><span class="badge active">"active"</span></Show>
+                    <Show when=move || ed.dirty.get()><span class="badge dirty">"unsaved"</span></Show>
+                </div>
+                <div class="actions" role="toolbar" aria-label="Preset actions">
+                    <button class="primary save" disabled=move || !ed.can_save()
+                        title="Save (Ctrl+S)" on:click=move |_| state::save_stack(app, None)>"Save"</button>
+                    <button class="validate" on:click=validate disabled=unparsable>"Validate"</button>
+                    <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
+                        on:click=move |_| dock.toggle()>"Preview"</button>
+                    <button class="activate" disabled=move || { is_active() || ed.errors.get() > 0 }
+                        on:click=move |_| state::activate(app, selector())>
+                        {move || if is_active() { "Active" } else { "Activate" }}
+                    </button>
+                    <div class="more">
+                        <button class="more-toggle" aria-haspopup="menu" aria-expanded=move || more_open.get().to_string()
+                            on:click=move |_| more_open.update(|o| *o = !*o)>"More ▾"</button>
+                        <Show when=move || more_open.get()>
+                            <div class="menu" role="menu" on:click=move |_| more_open.set(false)>
+                                <button role="menuitem" class="fork" on:click=move |_| app.dialog.set(Some(Dialog::Fork))>"Fork…"</button>
+                                <button role="menuitem" class="import" on:click=move |_| app.dialog.set(Some(Dialog::Import))>"Import…"</button>
+                                <a role="menuitem" class="export" href=export_href download=export_name>"Export JSON"</a>
+                                <button role="menuitem" class="delete danger" on:click=delete>"Delete…"</button>
+                            </div>
+                        </Show>
+                    </div>
+                </div>
+            </div>
+            <DiskBanner/>
+            <ConflictView/>
+            {move || unparsable().then(|| view! {
+                <div class="banner error" role="alert">
+                    "This file is not valid JSON. Open the JSON tab to repair it."
+                </div>
+            })}
+            <nav class="tabs" role="tablist" aria-label="Preset sections">
+                {[(Tab::Items, "Items"), (Tab::Stack, "Stack"), (Tab::Regex, "Regex"), (Tab::Policy, "Policy"), (Tab::Json, "JSON")]
+                    .into_iter()
+                    .map(|(tab, label)| view! {
+                        <button role="tab" class="tab" data-tab=label
+                            aria-selected=move || (ed.tab.get() == tab).to_string()
+                            on:click=move |_| ed.tab.set(tab)>{label}</button>
+                    })
+                    .collect_view()}
+            </nav>
+            <div class="tab-body">
+                {move || {
+                    let tab = if unparsable() { Tab::Json } else { ed.tab.get() };
+                    match tab {
+                        Tab::Items => view! { <ItemsTab/> }.into_any(),
+                        Tab::Stack => view! { <StackTab/> }.into_any(),
+                        Tab::Regex => view! { <RegexTab/> }.into_any(),
+                        Tab::Policy => view! { <PolicyTab/> }.into_any(),
+                        Tab::Json => view! { <JsonTab/> }.into_any(),
+                    }
+                }}
+            </div>
+            <DiagnosticsPanel/>
+            {move || loaded().map(|l| view! { <p class="file-path" title="File">{l.path}</p> })}
+        </div>
+    }
+}
+
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn delete_stack(l: state::Loaded) {
+    let app = app();
+    spawn_local(async move {
+        let path = format!("/api/stacks/{}", seg(&l.selector));
+        match api::call(api::Method::Delete, &path, None, Some(&l.revision)).await {
+            Ok(_) => {
+                state::close_stack(app);
+                app.say(format!("Deleted {}", l.id), Tone::Ok);
+                state::refresh_stacks(app);
+            }
+            Err(e) if e.is_stale() => app.say(
+                format!("Not deleted: {} changed on disk. Review the new version first.", l.id),
+                Tone::Error,
+            ),
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
+/// "Changed on disk" while the draft has unsaved edits: the draft stays until the user picks.
+#[component]
+fn DiskBanner() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    move || {
+        ed.disk_change.get().map(|rev| {
+            let deleted = rev == "deleted";
+            view! {
+                <div class="banner warn disk-changed" role="alert">
+                    <span>{if deleted {
+                        "This Preset was deleted on disk. Your unsaved changes are still here."
+                    } else {
+                        "This Preset changed on disk. Your unsaved changes are still here."
+                    }}</span>
+                    <button class="reload-disk" on:click=move |_| {
+                        if let Some(l) = ed.loaded.get_untracked() {
+                            if deleted {
+                                state::close_stack(app);
+                                state::refresh_stacks(app);
+                            } else {
+                                state::load_stack(app, l.selector, true);
+                            }
+                        }
+                    }>{if deleted { "Close" } else { "Reload from disk" }}</button>
+                    <button class="keep-mine" on:click=move |_| ed.disk_change.set(None)>"Keep mine"</button>
+                </div>
+            }
+        })
+    }
+}
+
+/// A save refused with 409: disk and draft side by side; the user chooses.
+#[component]
+fn ConflictView() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    move || {
+        ed.conflict.get().map(|c| {
+            let mine = ed.draft.with_untracked(jp::pretty);
+            let disk = if c.current.is_null() { "(the file on disk is not valid JSON)".to_string() } else { jp::pretty(&c.current) };
+            let lines = forge_core::diff::text::diff_lines(&disk, &mine);
+            let rev = c.revision.clone();
+            view! {
+                <section class="conflict" role="alert" aria-label="Save conflict">
+                    <h3>"The file changed on disk since you opened it"</h3>
+                    <p>"Nothing was saved. Compare the version on disk (−) with yours (+), then choose."</p>
+                    <div class="conflict-diff">{diff_view(&lines, false, true)}</div>
+                    <div class="row">
+                        <button class="primary overwrite" on:click=move |_| state::save_stack(app, Some(rev.clone()))>"Save mine over it"</button>
+                        <button class="take-disk" on:click=move |_| {
+                            if let Some(l) = ed.loaded.get_untracked() {
+                                state::load_stack(app, l.selector, true);
+                            }
+                        }>"Use the disk version"</button>
+                        <button class="cancel" on:click=move |_| ed.conflict.set(None)>"Keep editing"</button>
+                    </div>
+                </section>
+            }
+        })
+    }
+}
+
+/// Diagnostics of the draft (forge-core in the browser). Opens when there is something to
+/// read and closes when the list empties, until the user toggles it: then it stays as set.
+#[component]
+fn DiagnosticsPanel() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let user_open: RwSignal<Option<bool>> = RwSignal::new(None);
+    let buffers = move || {
+        ed.buffers.with(|b| b.values().map(|(_, e)| e.clone()).collect::<Vec<_>>())
+    };
+    let counts = move || {
+        let (mut e, mut w, mut i) = (0, 0, 0);
+        ed.diagnostics.with(|ds| {
+            for d in ds {
+                match d.level {
+                    Level::Error => e += 1,
+                    Level::Warning => w += 1,
+                    Level::Info => i += 1,
+                }
+            }
+        });
+        (e + ed.buffers.with(|b| b.len()), w, i)
+    };
+    let has_problems = move || {
+        let (e, w, _) = counts();
+        e + w > 0
+    };
+    let open = move || user_open.get().unwrap_or_else(has_problems);
+    let summary = move || {
+        let (e, w, i) = counts();
+        if e + w + i == 0 {
+            "No problems".to_string()
+        } else {
+            format!("{e} error{} · {w} warning{} · {i} info", plural(e), plural(w))
+        }
+    };
+    let jump = move |item_id: Option<String>| {
+        let Some(id) = item_id else { return };
+        let index = ed.draft.with_untracked(|d| {
+            arr(d, "items").iter().position(|it| s(it, "id") == id)
+        });
+        if let Some(i) = index {
+            ed.tab.set(Tab::Items);
+            ed.item.set(Some(i));
+        }
+    };
+    view! {
+        <section class="diagnostics" class:open=open class:has-errors=move || { counts().0 > 0 }>
+            <button class="diagnostics-toggle" aria-expanded=move || open().to_string()
+                on:click=move |_| user_open.set(Some(!open()))>
+                <span>"Diagnostics"</span>
+                <span class="summary">{summary}</span>
+            </button>
+            <Show when=open>
+                <ul class="diagnostic-list">
+                    {move || buffers().into_iter().map(|e| view! {
+                        <li class="diagnostic error"><span class="level">"error"</span><span class="message">{e}</span></li>
+                    }).collect_view()}
+                    {move || ed.diagnostics.get().into_iter().map(|d| {
+                        let item = d.item_id.clone();
+                        let has_item = item.is_some();
+                        view! {
+                            <li class=format!("diagnostic {}", level_class(d.level))>
+                                <span class="level">{level_class(d.level)}</span>
+                                <span class="message">{d.message.clone()}</span>
+                                {has_item.then(|| {
+                                    let label = item.clone().unwrap_or_default();
+                                    view! { <button class="link jump" on:click=move |_| jump(item.clone())>{label}</button> }
+                                })}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            </Show>
+        </section>
+    }
+}

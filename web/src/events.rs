@@ -1,0 +1,73 @@
+//! The live link: one `EventSource` on `/api/events` for the whole app (no polling).
+//!
+//! `changed` events name the files a reload changed; the open editor reacts through
+//! [`crate::state::on_stack_change`], lists are refetched. `ready` (sent first, and again after
+//! the browser reconnects) and `resync` refetch everything, so nothing missed stays stale.
+
+use leptos::prelude::*;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use web_sys::{EventSource, MessageEvent};
+
+use crate::api::{arr, s};
+use crate::state::{on_stack_change, refresh_stacks, App};
+
+pub fn connect(app: App) {
+    let Ok(source) = EventSource::new("/api/events") else {
+        return;
+    };
+    let connected = std::cell::Cell::new(false);
+    let on_ready = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+        // The first `ready` follows the initial fetches; a later one follows a reconnect.
+        if connected.replace(true) {
+            refresh_stacks(app);
+            app.profile_events.update(|n| *n += 1);
+        }
+    });
+    let on_resync = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+        refresh_stacks(app);
+        app.profile_events.update(|n| *n += 1);
+    });
+    let on_changed = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        let Ok(event) = serde_json::from_str::<Value>(&text) else {
+            return;
+        };
+        let mut stacks = false;
+        for change in arr(&event, "changes") {
+            let key = s(change, "key");
+            let revision = change
+                .get("revision")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            match s(change, "kind").as_str() {
+                "stack" => {
+                    stacks = true;
+                    on_stack_change(app, &key, revision);
+                }
+                "profile" => {
+                    app.profile_change
+                        .set(Some((key, revision, s(change, "origin"))));
+                    app.profile_events.update(|n| *n += 1);
+                }
+                _ => {}
+            }
+        }
+        if stacks {
+            refresh_stacks(app);
+            // Profiles show stack references and preflight results.
+            app.profile_events.update(|n| *n += 1);
+        }
+    });
+    let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
+    let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
+    let _ =
+        source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
+    // The stream and its handlers live as long as the page.
+    on_ready.forget();
+    on_resync.forget();
+    on_changed.forget();
+    std::mem::forget(source);
+}

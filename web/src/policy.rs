@@ -1,0 +1,203 @@
+//! The Policy tab: which tools and skills the model sees. Patterns may use `*` wildcards;
+//! the pickers list the runtime's tools grouped by source, and every pattern shows what it
+//! matches (a pattern matching nothing is flagged).
+
+use forge_core::stack::pattern_matches;
+use leptos::prelude::*;
+use serde_json::{json, Value};
+
+use crate::api::{arr, b, s};
+use crate::jp;
+use crate::state::{app, StackEditor};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    None,
+    Allow,
+    Deny,
+}
+
+fn mode(ed: StackEditor, member: &str) -> Mode {
+    ed.draft.with(|d| {
+        if jp::get(d, &format!("/{member}/allow")).is_some() {
+            Mode::Allow
+        } else if jp::get(d, &format!("/{member}/deny")).is_some() {
+            Mode::Deny
+        } else {
+            Mode::None
+        }
+    })
+}
+
+fn patterns(ed: StackEditor, member: &str) -> Vec<String> {
+    ed.draft.with(|d| {
+        ["allow", "deny"]
+            .iter()
+            .find_map(|k| jp::get(d, &format!("/{member}/{k}")).and_then(Value::as_array))
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    })
+}
+
+fn set_mode(ed: StackEditor, member: &str, to: Mode) {
+    let list = patterns(ed, member);
+    ed.draft.update(|d| {
+        jp::set(d, &format!("/{member}/allow"), None);
+        jp::set(d, &format!("/{member}/deny"), None);
+        match to {
+            Mode::Allow => jp::set(d, &format!("/{member}/allow"), Some(json!(list))),
+            Mode::Deny => jp::set(d, &format!("/{member}/deny"), Some(json!(list))),
+            Mode::None => {
+                // Drop an emptied policy object; keep one that still holds other members.
+                if jp::get(d, &format!("/{member}")).and_then(Value::as_object).is_some_and(|o| o.is_empty()) {
+                    jp::set(d, &format!("/{member}"), None);
+                }
+            }
+        }
+    });
+}
+
+fn set_patterns(ed: StackEditor, member: &str, list: Vec<String>) {
+    let key = match mode(ed, member) {
+        Mode::Deny => "deny",
+        _ => "allow",
+    };
+    ed.set(&format!("/{member}/{key}"), Some(json!(list)));
+}
+
+#[component]
+pub fn PolicyTab() -> impl IntoView {
+    view! {
+        <div class="policy-tab">
+            <PolicyCard member="tools" title="Tools" noun="tool"/>
+            <PolicyCard member="skills" title="Skills" noun="skill"/>
+        </div>
+    }
+}
+
+#[component]
+fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let current = move || mode(ed, member);
+    let list = move || patterns(ed, member);
+    let available = move || {
+        app.resources.with(|r| {
+            arr(r, member)
+                .iter()
+                .map(|t| (s(t, "name"), s(t, "source"), s(t, "description"), b(t, "active")))
+                .collect::<Vec<_>>()
+        })
+    };
+    let input = RwSignal::new(String::new());
+    let input_error: RwSignal<Option<String>> = RwSignal::new(None);
+    let add = move |name: String| {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            return;
+        }
+        if name.chars().any(char::is_whitespace) {
+            input_error.set(Some(format!("A {noun} name or pattern has no spaces.")));
+            return;
+        }
+        let mut l = list();
+        if l.contains(&name) {
+            input_error.set(Some(format!("{name} is already listed.")));
+            return;
+        }
+        if current() == Mode::None {
+            set_mode(ed, member, Mode::Allow);
+        }
+        l.push(name);
+        set_patterns(ed, member, l);
+        input.set(String::new());
+        input_error.set(None);
+    };
+    let mode_button = move |m: Mode, label: &'static str, class: &'static str| {
+        view! {
+            <button class=format!("seg-button {class}") class:current=move || current() == m
+                aria-pressed=move || (current() == m).to_string()
+                on:click=move |_| set_mode(ed, member, m)>{label}</button>
+        }
+    };
+    view! {
+        <section class="card policy" data-policy=member>
+            <h3>{title}</h3>
+            <div class="seg" role="group" aria-label=format!("{title} filter")>
+                {mode_button(Mode::None, "All", "mode-none")}
+                {mode_button(Mode::Allow, "Allow only", "mode-allow")}
+                {mode_button(Mode::Deny, "Deny", "mode-deny")}
+            </div>
+            {(member == "skills").then(|| view! {
+                <p class="help disclaimer">"Skill filtering only decides which skills are listed in the prompt. It is not a sandbox: the model can still read a skill's file if it knows where it is."</p>
+            })}
+            <Show when=move || current() != Mode::None fallback=move || view! {
+                <p class="muted">{format!("Every {noun} of the session is available.")}</p>
+            }>
+                <ul class="chips" aria-label=format!("{title} patterns")>
+                    {move || {
+                        let names: Vec<String> = available().into_iter().map(|(n, ..)| n).collect();
+                        list().into_iter().map(|p| {
+                            let hits = names.iter().filter(|n| pattern_matches(&p, n)).count();
+                            let remove_p = p.clone();
+                            view! {
+                                <li class="chip" class:no-match=hits == 0 data-pattern=p.clone()>
+                                    <span class="chip-text">{p.clone()}</span>
+                                    {if hits == 0 {
+                                        view! { <span class="chip-note" title="No tool or skill of the current session matches this pattern">"matches nothing"</span> }.into_any()
+                                    } else if p.contains('*') {
+                                        view! { <span class="chip-note">{format!("{hits} match{}", if hits == 1 { "" } else { "es" })}</span> }.into_any()
+                                    } else {
+                                        ().into_any()
+                                    }}
+                                    <button class="chip-remove" aria-label=format!("Remove {p}")
+                                        on:click=move |_| {
+                                            let l: Vec<String> = list().into_iter().filter(|x| *x != remove_p).collect();
+                                            set_patterns(ed, member, l);
+                                        }>"✕"</button>
+                                </li>
+                            }
+                        }).collect_view()
+                    }}
+                </ul>
+            </Show>
+            <div class="row add-pattern">
+                <input type="text" name=format!("{member}-pattern") placeholder=format!("Add a {noun} name or pattern (e.g. grep*)")
+                    prop:value=move || input.get()
+                    on:input=move |e| input.set(event_target_value(&e))
+                    on:keydown=move |e| if e.key() == "Enter" { e.prevent_default(); add(input.get_untracked()); }/>
+                <button class="add-pattern-button" on:click=move |_| add(input.get_untracked())>"Add"</button>
+            </div>
+            {move || input_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+            <div class="picker">
+                {move || {
+                    let items = available();
+                    if items.is_empty() {
+                        return view! { <p class="muted">{format!("The session reports no {noun}s.")}</p> }.into_any();
+                    }
+                    let mut sources: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
+                    sources.dedup();
+                    sources.into_iter().map(|src| {
+                        let group: Vec<_> = items.iter().filter(|i| i.1 == src).cloned().collect();
+                        view! {
+                            <div class="picker-group">
+                                <span class="label">{if src.is_empty() { "other".to_string() } else { src.clone() }}</span>
+                                {group.into_iter().map(|(name, _, desc, active)| {
+                                    let n2 = name.clone();
+                                    let listed = move || list().iter().any(|p| pattern_matches(p, &n2));
+                                    let n3 = name.clone();
+                                    view! {
+                                        <button class="pick" class:listed=listed class:inactive=!active title=desc
+                                            data-name=name.clone() on:click=move |_| add(n3.clone())>
+                                            {name.clone()}
+                                        </button>
+                                    }
+                                }).collect_view()}
+                            </div>
+                        }
+                    }).collect_view().into_any()
+                }}
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,372 @@
+//! The preview dock: the compiled prompt of the unsaved draft, refreshed as you type, and the
+//! draft diff against the saved version (forge-core's section diff and line diff, run in the
+//! browser).
+//!
+//! Ordering: every draft request carries a sequence number and only the newest one's answer is
+//! shown; an older answer that arrives late is dropped.
+
+use forge_core::diff::text::{diff_lines, hunks, split_rows, DiffLine, LineTag};
+use forge_core::diff::{diff_sections, BlockStatus, Section};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+use crate::api::{self, arr, n, s, seg};
+use crate::state::app;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DockTab {
+    Compiled,
+    Diff,
+}
+
+#[derive(Clone, Copy)]
+pub struct Dock {
+    pub open: RwSignal<bool>,
+    pub focus: RwSignal<bool>,
+    pub tab: RwSignal<DockTab>,
+    pub split: RwSignal<bool>,
+    pub changes_only: RwSignal<bool>,
+    /// The newest draft preview shown, and the selector it belongs to.
+    pub draft: RwSignal<Option<(String, Value)>>,
+    /// The saved version's preview, keyed by `selector@revision`.
+    pub saved: RwSignal<Option<(String, Value)>>,
+    pub loading: RwSignal<bool>,
+    pub error: RwSignal<Option<String>>,
+    seq: StoredValue<u64>,
+}
+
+impl Dock {
+    pub fn new() -> Dock {
+        Dock {
+            open: RwSignal::new(false),
+            focus: RwSignal::new(false),
+            tab: RwSignal::new(DockTab::Compiled),
+            split: RwSignal::new(false),
+            changes_only: RwSignal::new(true),
+            draft: RwSignal::new(None),
+            saved: RwSignal::new(None),
+            loading: RwSignal::new(false),
+            error: RwSignal::new(None),
+            seq: StoredValue::new(0),
+        }
+    }
+
+    pub fn toggle(&self) {
+        let open = !self.open.get_untracked();
+        self.open.set(open);
+        if !open {
+            self.focus.set(false);
+        }
+    }
+}
+
+fn sections(preview: &Value) -> Vec<Section> {
+    let mut out = Vec::new();
+    if let Some(system) = preview.get("system") {
+        if let Ok(sec) = serde_json::from_value::<Section>(system.clone()) {
+            out.push(sec);
+        }
+    }
+    for m in arr(preview, "messages") {
+        if let Ok(sec) = serde_json::from_value::<Section>(m.clone()) {
+            out.push(sec);
+        }
+    }
+    out
+}
+
+#[component]
+pub fn PreviewDock() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let dock = expect_context::<Dock>();
+
+    // Draft previews: debounce, then request; only the newest answer is kept.
+    Effect::new(move |_| {
+        if !dock.open.get() {
+            return;
+        }
+        let Some(sel) = ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone())) else {
+            return;
+        };
+        let draft = ed.draft.get();
+        if draft.is_null() {
+            return;
+        }
+        let my = dock.seq.get_value() + 1;
+        dock.seq.set_value(my);
+        dock.loading.set(true);
+        set_timeout(
+            move || {
+                if dock.seq.get_value() != my {
+                    return;
+                }
+                spawn_local(async move {
+                    let path = format!("/api/stacks/{}/preview", seg(&sel));
+                    let result = api::post(&path, &json!({ "stack": draft })).await;
+                    if dock.seq.get_value() != my {
+                        return; // a newer draft was sent meanwhile
+                    }
+                    dock.loading.set(false);
+                    match result {
+                        Ok(v) => {
+                            dock.error.set(None);
+                            dock.draft.set(Some((sel, v.get("preview").cloned().unwrap_or(Value::Null))));
+                        }
+                        Err(e) => dock.error.set(Some(e.message)),
+                    }
+                });
+            },
+            Duration::from_millis(150),
+        );
+    });
+    // The saved side, once per revision.
+    Effect::new(move |_| {
+        if !dock.open.get() {
+            return;
+        }
+        let Some((sel, rev)) = ed.loaded.with(|l| l.as_ref().map(|l| (l.selector.clone(), l.revision.clone()))) else {
+            return;
+        };
+        let key = format!("{sel}@{rev}");
+        if dock.saved.with_untracked(|s| s.as_ref().is_some_and(|(k, _)| *k == key)) {
+            return;
+        }
+        spawn_local(async move {
+            let path = format!("/api/stacks/{}/preview", seg(&sel));
+            if let Ok(v) = api::post(&path, &json!({})).await {
+                let current = ed.loaded.with_untracked(|l| l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision)));
+                if current.as_deref() == Some(key.as_str()) {
+                    dock.saved.set(Some((key, v.get("preview").cloned().unwrap_or(Value::Null))));
+                }
+            }
+        });
+    });
+
+    let current_sel = move || ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()));
+    let preview = move || {
+        let sel = current_sel()?;
+        dock.draft.with(|d| d.as_ref().filter(|(s, _)| *s == sel).map(|(_, v)| v.clone()))
+    };
+
+    view! {
+        <Show when=move || dock.open.get() && current_sel().is_some()>
+            <aside class="dock" aria-label="Preview">
+                <div class="dock-head">
+                    <div class="seg" role="tablist">
+                        <button role="tab" class="seg-button dock-compiled" aria-selected=move || (dock.tab.get() == DockTab::Compiled).to_string()
+                            class:current=move || dock.tab.get() == DockTab::Compiled
+                            on:click=move |_| dock.tab.set(DockTab::Compiled)>"Compiled"</button>
+                        <button role="tab" class="seg-button dock-diff" aria-selected=move || (dock.tab.get() == DockTab::Diff).to_string()
+                            class:current=move || dock.tab.get() == DockTab::Diff
+                            on:click=move |_| dock.tab.set(DockTab::Diff)>"Draft diff"</button>
+                    </div>
+                    <span class="loading" aria-live="polite">{move || dock.loading.get().then_some("Loading preview…")}</span>
+                    <span class="spacer"></span>
+                    <button class="focus-toggle" aria-pressed=move || dock.focus.get().to_string()
+                        on:click=move |_| dock.focus.update(|f| *f = !*f)>{move || if dock.focus.get() { "Show editor" } else { "Focus" }}</button>
+                    <button class="icon dock-close" aria-label="Close preview" on:click=move |_| dock.toggle()>"✕"</button>
+                </div>
+                {move || dock.error.get().map(|e| view! { <p class="banner error">{e}</p> })}
+                <div class="dock-body">
+                    {move || match dock.tab.get() {
+                        DockTab::Compiled => match preview() {
+                            Some(p) => compiled_view(&p).into_any(),
+                            None => view! { <p class="muted">"Compiling…"</p> }.into_any(),
+                        },
+                        DockTab::Diff => view! { <DraftDiff/> }.into_any(),
+                    }}
+                </div>
+            </aside>
+        </Show>
+    }
+}
+
+fn compiled_view(p: &Value) -> impl IntoView {
+    let secs = sections(p);
+    let total = n(p, "totalChars");
+    let tokens = n(p, "approxTokens");
+    view! {
+        <div class="compiled">
+            <p class="muted totals">{format!("{total} chars · ~{tokens} tokens (chars/4)")}</p>
+            {secs.into_iter().map(|sec| view! {
+                <section class="section" data-key=sec.diff_key.clone().unwrap_or_else(|| sec.id.clone())>
+                    <header>
+                        <span class="section-title">{sec.title.clone()}</span>
+                        {sec.role.clone().map(|r| view! { <span class="badge role">{r}</span> })}
+                        <span class="muted">{format!("{} chars · ~{} tokens", sec.chars, sec.approx_tokens)}</span>
+                    </header>
+                    <pre class="section-content">{sec.content.clone()}</pre>
+                </section>
+            }).collect_view()}
+            {
+                let diags = arr(p, "diagnostics").to_vec();
+                (!diags.is_empty()).then(|| view! {
+                    <ul class="preview-diagnostics">
+                        {diags.into_iter().map(|d| view! { <li class=format!("diagnostic {}", s(&d, "level"))>{s(&d, "message")}</li> }).collect_view()}
+                    </ul>
+                })
+            }
+        </div>
+    }
+}
+
+#[component]
+fn DraftDiff() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let dock = expect_context::<Dock>();
+    let body = move || {
+        let sel = ed.loaded.with(|l| l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision)))?;
+        let before = dock.saved.with(|s| s.as_ref().filter(|(k, _)| *k == sel).map(|(_, v)| sections(v)))?;
+        let selector = ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()))?;
+        let after = dock.draft.with(|d| d.as_ref().filter(|(s, _)| *s == selector).map(|(_, v)| sections(v)))?;
+        Some(diff_sections(&before, &after))
+    };
+    view! {
+        <div class="draft-diff">
+            <div class="row diff-options">
+                <div class="seg" role="group" aria-label="Diff layout">
+                    <button class="seg-button unified" class:current=move || !dock.split.get() on:click=move |_| dock.split.set(false)>"Unified"</button>
+                    <button class="seg-button split" class:current=move || dock.split.get() on:click=move |_| dock.split.set(true)>"Split"</button>
+                </div>
+                <label class="check"><input type="checkbox" name="changes-only" prop:checked=move || dock.changes_only.get()
+                    on:change=move |e| dock.changes_only.set(event_target_checked(&e))/>"Changes only"</label>
+            </div>
+            {move || match body() {
+                None => view! { <p class="muted">"Comparing with the saved version…"</p> }.into_any(),
+                Some(diff) if diff.summary.changed_blocks == 0 => view! {
+                    <p class="muted no-changes">"No changes: the draft compiles to the same prompt as the saved version."</p>
+                }.into_any(),
+                Some(diff) => {
+                    let split = dock.split.get();
+                    let changes_only = dock.changes_only.get();
+                    let delta = diff.delta_tokens;
+                    view! {
+                        <p class="muted diff-summary">{format!(
+                            "{} modified · {} added · {} removed · token estimate {}{}",
+                            diff.summary.modified, diff.summary.added, diff.summary.removed,
+                            if delta >= 0 { "+" } else { "" }, delta
+                        )}</p>
+                        {diff.blocks.into_iter().filter(|b| b.status != BlockStatus::Same).map(|b| {
+                            let status = match b.status { BlockStatus::Added => "added", BlockStatus::Removed => "removed", BlockStatus::Modified => "modified", BlockStatus::Same => "same" };
+                            let old = b.before.as_ref().map(|x| x.text.clone()).unwrap_or_default();
+                            let new = b.after.as_ref().map(|x| x.text.clone()).unwrap_or_default();
+                            let title = b.after.as_ref().or(b.before.as_ref()).map(|x| x.key.clone()).unwrap_or_default();
+                            let role_change = match (&b.before, &b.after) {
+                                (Some(x), Some(y)) if x.role != y.role => Some(format!("Role changed: {} → {}", x.role, y.role)),
+                                _ => None,
+                            };
+                            let lines = diff_lines(&old, &new);
+                            view! {
+                                <section class=format!("diff-block {status}") data-status=status>
+                                    <header>
+                                        <span class=format!("badge {status}")>{status}</span>
+                                        <code class="block-key">{title}</code>
+                                        <span class="muted">{format!("~{}{} tokens", if b.token_delta >= 0 { "+" } else { "" }, b.token_delta)}</span>
+                                    </header>
+                                    {role_change.map(|r| view! { <p class="role-change">{r}</p> })}
+                                    {diff_view(&lines, split, changes_only)}
+                                </section>
+                            }
+                        }).collect_view()}
+                    }.into_any()
+                }
+            }}
+        </div>
+    }
+}
+
+fn line_cells(line: &DiffLine) -> impl IntoView {
+    line.spans
+        .iter()
+        .map(|sp| {
+            if sp.changed {
+                view! { <mark>{sp.text.clone()}</mark> }.into_any()
+            } else {
+                view! { <span>{sp.text.clone()}</span> }.into_any()
+            }
+        })
+        .collect_view()
+}
+
+fn tag_class(tag: LineTag) -> &'static str {
+    match tag {
+        LineTag::Same => "same",
+        LineTag::Removed => "del",
+        LineTag::Added => "add",
+    }
+}
+
+fn sign(tag: LineTag) -> &'static str {
+    match tag {
+        LineTag::Same => " ",
+        LineTag::Removed => "−",
+        LineTag::Added => "+",
+    }
+}
+
+/// A line diff as a table: unified (old no, new no, sign, text) or split (old | new).
+/// `changes_only` keeps 2 lines of context around changes.
+pub fn diff_view(lines: &[DiffLine], split: bool, changes_only: bool) -> impl IntoView {
+    let groups: Vec<Vec<DiffLine>> = if changes_only {
+        hunks(lines, 2).into_iter().map(|h| h.lines).collect()
+    } else {
+        vec![lines.to_vec()]
+    };
+    let no = |n: Option<usize>| n.map(|n| n.to_string()).unwrap_or_default();
+    let body = groups
+        .into_iter()
+        .enumerate()
+        .map(|(gi, group)| {
+            let sep = (gi > 0).then(|| view! { <tr class="hunk-sep"><td colspan="4">"⋯"</td></tr> });
+            let rows = if split {
+                split_rows(&group)
+                    .into_iter()
+                    .map(|row| {
+                        let left = row.left.map(|l| (no(l.old_no), tag_class(l.tag), l));
+                        let right = row.right.map(|r| (no(r.new_no), tag_class(r.tag), r));
+                        view! {
+                            <tr class="split-row">
+                                {match left {
+                                    Some((n, c, l)) => view! { <td class="ln">{n}</td><td class=format!("code {c}")>{line_cells(&l)}</td> }.into_any(),
+                                    None => view! { <td class="ln"></td><td class="code empty"></td> }.into_any(),
+                                }}
+                                {match right {
+                                    Some((n, c, r)) => view! { <td class="ln">{n}</td><td class=format!("code {c}")>{line_cells(&r)}</td> }.into_any(),
+                                    None => view! { <td class="ln"></td><td class="code empty"></td> }.into_any(),
+                                }}
+                            </tr>
+                        }
+                    })
+                    .collect_view()
+                    .into_any()
+            } else {
+                group
+                    .into_iter()
+                    .map(|l| {
+                        let c = tag_class(l.tag);
+                        view! {
+                            <tr class=format!("line {c}")>
+                                <td class="ln">{no(l.old_no)}</td>
+                                <td class="ln">{no(l.new_no)}</td>
+                                <td class="sign">{sign(l.tag)}</td>
+                                <td class="code">{line_cells(&l)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()
+                    .into_any()
+            };
+            view! { {sep} {rows} }
+        })
+        .collect_view();
+    view! {
+        <table class="diff" class:split=split>
+            {split.then(|| view! { <thead><tr><th colspan="2">"Saved"</th><th colspan="2">"Draft"</th></tr></thead> })}
+            <tbody>{body}</tbody>
+        </table>
+    }
+}

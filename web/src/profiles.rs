@@ -1,0 +1,550 @@
+//! The agent profiles surface: a searchable list, the preflight view of one profile (what
+//! applying it would set), and the profile editor (create, edit, validate, delete).
+//!
+//! Applying needs a live Pi session; without one the view says so and shows the preflight.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{json, Value};
+
+use crate::api::{self, arr, b, n, opt_s, s, seg, Method};
+use crate::dialogs::id_problem_profiles;
+use crate::jp;
+use crate::state::{app, App, Dialog, Tone};
+
+const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// The profile being edited: `None` selector = a new profile.
+#[derive(Clone, PartialEq)]
+struct Editing {
+    selector: Option<String>,
+    revision: Option<String>,
+    saved: Value,
+}
+
+#[derive(Clone, Copy)]
+struct Profiles {
+    collection: RwSignal<Value>,
+    loaded: RwSignal<bool>,
+    selected: RwSignal<Option<String>>,
+    editing: RwSignal<Option<Editing>>,
+    draft: RwSignal<Value>,
+    scope: RwSignal<String>,
+    search: RwSignal<String>,
+    validation: RwSignal<Option<(String, Vec<Value>, bool)>>,
+    conflict: RwSignal<Option<String>>,
+    disk_changed: RwSignal<bool>,
+}
+
+fn refresh(app: App, p: Profiles) {
+    spawn_local(async move {
+        match api::get("/api/profiles").await {
+            Ok(v) => {
+                p.collection.set(v);
+                p.loaded.set(true);
+                let sel = p.selected.get_untracked();
+                let exists = sel.as_ref().is_some_and(|sel| entry(p, sel).is_some());
+                if !exists && p.editing.with_untracked(Option::is_none) {
+                    let first = p.collection.with_untracked(|c| arr(c, "profiles").first().map(|e| s(e, "selector")));
+                    p.selected.set(first);
+                }
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
+fn entry(p: Profiles, selector: &str) -> Option<Value> {
+    p.collection.with_untracked(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == selector).cloned())
+}
+
+fn dirty(p: Profiles) -> bool {
+    p.editing.with(|e| e.as_ref().is_some_and(|e| p.draft.with(|d| *d != e.saved)))
+}
+
+#[component]
+pub fn ProfilesSurface() -> impl IntoView {
+    let app = app();
+    let p = Profiles {
+        collection: RwSignal::new(Value::Null),
+        loaded: RwSignal::new(false),
+        selected: RwSignal::new(None),
+        editing: RwSignal::new(None),
+        draft: RwSignal::new(Value::Null),
+        scope: RwSignal::new("project".into()),
+        search: RwSignal::new(String::new()),
+        validation: RwSignal::new(None),
+        conflict: RwSignal::new(None),
+        disk_changed: RwSignal::new(false),
+    };
+    provide_context(p);
+    // Refetch on every profile or stack change event (no polling).
+    Effect::new(move |_| {
+        app.profile_events.get();
+        refresh(app, p);
+    });
+    // An external change to the profile being edited: reload a clean form, keep a dirty one.
+    Effect::new(move |_| {
+        let Some((key, _rev, origin)) = app.profile_change.get() else { return };
+        if origin == "self" {
+            return;
+        }
+        let editing = p.editing.get_untracked();
+        if let Some(e) = editing.filter(|e| e.selector.as_deref() == Some(key.as_str())) {
+            if dirty(p) {
+                p.disk_changed.set(true);
+            } else {
+                start_edit(p, e.selector.unwrap_or_default());
+            }
+        }
+    });
+    Effect::new(move |_| app.profile_dirty.set(dirty(p)));
+    app.profile_save.set(Some(Callback::new(move |_| save(app, p, None))));
+    on_cleanup(move || {
+        app.profile_dirty.set(false);
+        app.profile_save.set(None);
+    });
+
+    view! {
+        <div class="profiles">
+            <ProfileSidebar/>
+            <main class="workspace">
+                <ProfileStatus/>
+                {move || {
+                    if p.editing.with(Option::is_some) {
+                        return view! { <ProfileEditor/> }.into_any();
+                    }
+                    match p.selected.get().and_then(|sel| p.collection.with(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == sel).cloned())) {
+                        Some(e) => view! { <ProfileDetail entry=e/> }.into_any(),
+                        None => view! {
+                            <div class="empty-state">
+                                {move || if p.loaded.get() && p.collection.with(|c| arr(c, "profiles").is_empty()) {
+                                    view! { <h2>"No agent profiles found."</h2><p>"A profile sets the model, thinking level and Preset in one step."</p> }.into_any()
+                                } else {
+                                    view! { <p>"Select a profile."</p> }.into_any()
+                                }}
+                                <button class="primary" on:click=move |_| new_profile(p)>"New profile"</button>
+                            </div>
+                        }.into_any(),
+                    }
+                }}
+            </main>
+        </div>
+    }
+}
+
+fn new_profile(p: Profiles) {
+    let draft = json!({
+        "schemaVersion": 1, "type": "pi-forge.agent-profile", "id": "",
+        "model": { "provider": "", "id": "" }, "thinkingLevel": "medium", "promptStack": null
+    });
+    p.validation.set(None);
+    p.conflict.set(None);
+    p.disk_changed.set(false);
+    p.draft.set(draft.clone());
+    p.editing.set(Some(Editing { selector: None, revision: None, saved: draft }));
+}
+
+fn start_edit(p: Profiles, selector: String) {
+    spawn_local(async move {
+        if let Ok(v) = api::get(&format!("/api/profiles/{}", seg(&selector))).await {
+            let profile = v.get("profile").cloned().unwrap_or(Value::Null);
+            p.validation.set(None);
+            p.conflict.set(None);
+            p.disk_changed.set(false);
+            p.draft.set(profile.clone());
+            p.editing.set(Some(Editing { selector: Some(selector), revision: opt_s(&v, "revision"), saved: profile }));
+        }
+    });
+}
+
+#[component]
+fn ProfileSidebar() -> impl IntoView {
+    let app = app();
+    let p = expect_context::<Profiles>();
+    let rows = move || {
+        let q = p.search.get().trim().to_lowercase();
+        p.collection.with(|c| {
+            arr(c, "profiles")
+                .iter()
+                .filter(|e| {
+                    q.is_empty() || s(e, "id").to_lowercase().contains(&q)
+                        || jp::get_str(e, "/profile/name").to_lowercase().contains(&q)
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let select = move |sel: String| {
+        app.guard("Opening another profile", move || {
+            p.editing.set(None);
+            p.selected.set(Some(sel.clone()));
+        });
+    };
+    view! {
+        <aside class="sidebar" aria-label="Agent profiles">
+            <div class="sidebar-head">
+                <input class="search" type="search" placeholder="Filter profiles" aria-label="Filter profiles"
+                    prop:value=move || p.search.get() on:input=move |e| p.search.set(event_target_value(&e))/>
+                <button class="new-profile" on:click=move |_| app.guard("Creating a profile", move || new_profile(p))>"New"</button>
+            </div>
+            <ul class="stack-list profile-list">
+                {move || {
+                    let rows = rows();
+                    if rows.is_empty() {
+                        return view! { <li class="empty">{move || if p.loaded.get() { "No agent profiles found." } else { "Loading…" }}</li> }.into_any();
+                    }
+                    rows.into_iter().map(|e| {
+                        let sel = s(&e, "selector");
+                        let sel2 = sel.clone();
+                        let is_selected = move || p.selected.get().as_deref() == Some(sel2.as_str());
+                        let name = jp::get_str(&e, "/profile/name");
+                        let id = s(&e, "id");
+                        let errors = n(&e, "errors");
+                        let warnings = n(&e, "warnings");
+                        let applicable = e.pointer("/preview/applicable").and_then(Value::as_bool).unwrap_or(false);
+                        view! {
+                            <li>
+                                <button class="stack-row profile-row" class:selected=is_selected data-selector=sel.clone()
+                                    on:click=move |_| select(sel.clone())>
+                                    <span class="row-title">{if name.is_empty() { id.clone() } else { name }}</span>
+                                    <span class="row-id">{sel2_label(&e)}</span>
+                                    <span class="row-badges">
+                                        <span class="badge muted">{s(&e, "scope")}</span>
+                                        {(!applicable).then(|| view! { <span class="badge error">"preflight failed"</span> })}
+                                        {(errors > 0).then(|| view! { <span class="badge error">{errors}" ✕"</span> })}
+                                        {(warnings > 0).then(|| view! { <span class="badge warning">{warnings}" !"</span> })}
+                                    </span>
+                                </button>
+                            </li>
+                        }
+                    }).collect_view().into_any()
+                }}
+            </ul>
+        </aside>
+    }
+}
+
+fn sel2_label(e: &Value) -> String {
+    s(e, "selector")
+}
+
+/// What Pi runs with now, and the last applied profile.
+#[component]
+fn ProfileStatus() -> impl IntoView {
+    let app = app();
+    let p = expect_context::<Profiles>();
+    let line = move || {
+        p.collection.with(|c| {
+            let cur = c.pointer("/status/current").cloned().unwrap_or(Value::Null);
+            let model = cur.get("model").filter(|m| m.is_object())
+                .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
+                .unwrap_or_else(|| "no model".into());
+            let thinking = opt_s(&cur, "thinkingLevel").unwrap_or_else(|| "thinking unknown".into());
+            let stack = opt_s(&cur, "promptStack").unwrap_or_else(|| "no Preset".into());
+            let last = c.pointer("/status/lastApplied").filter(|v| !v.is_null())
+                .map(|l| format!("Last applied {}", s(l, "profileId")))
+                .unwrap_or_else(|| "No profile has been applied".into());
+            (format!("{model} · {thinking} · {stack}"), last)
+        })
+    };
+    view! {
+        <section class="profile-status" aria-label="Current session">
+            <span class="label">"Now"</span>
+            <span class="current">{move || line().0}</span>
+            <span class="last">{move || line().1}</span>
+            <Show when=move || !app.live_host.get()>
+                <span class="badge muted" title="pi-forge ui is running on its own. Run /forge ui inside Pi to apply profiles to a session.">"no live Pi session"</span>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn ProfileDetail(entry: Value) -> impl IntoView {
+    let app = app();
+    let p = expect_context::<Profiles>();
+    let selector = s(&entry, "selector");
+    let preview = entry.get("preview").cloned().unwrap_or(Value::Null);
+    let applicable = b(&preview, "applicable");
+    let target = preview.get("target").cloned().unwrap_or(Value::Null);
+    let current = preview.get("current").cloned().unwrap_or(Value::Null);
+    let model_text = |v: &Value| v.get("model").filter(|m| m.is_object()).map(|m| format!("{}/{}", s(m, "provider"), s(m, "id"))).unwrap_or_else(|| "—".into());
+    let stack_text = |v: &Value| opt_s(v, "promptStack").unwrap_or_else(|| "none".into());
+    let thinking_text = |v: &Value| opt_s(v, "thinkingLevel").unwrap_or_else(|| "—".into());
+    let card = format!("{} · {} · {}", model_text(&target), thinking_text(&target), stack_text(&target));
+    let diagnostics = arr(&entry, "diagnostics").to_vec();
+    let preview_diags: Vec<Value> = arr(&preview, "diagnostics").iter().filter(|d| !diagnostics.contains(d)).cloned().collect();
+    let tools: Vec<String> = arr(&target, "effectiveTools").iter().filter_map(Value::as_str).map(str::to_string).collect();
+    let name = jp::get_str(&entry, "/profile/name");
+    let description = jp::get_str(&entry, "/profile/description");
+    let revision = s(&entry, "revision");
+    let id = s(&entry, "id");
+    let sel_edit = selector.clone();
+    let sel_del = selector.clone();
+    let delete = move |_| {
+        let sel = sel_del.clone();
+        let rev = revision.clone();
+        let id = id.clone();
+        app.dialog.set(Some(Dialog::Confirm {
+            title: format!("Delete {sel}?"),
+            body: "This deletes the profile file from disk. It cannot be undone.".into(),
+            confirm: "Delete".into(),
+            danger: true,
+            on_confirm: Callback::new(move |_| {
+                let sel = sel.clone();
+                let rev = rev.clone();
+                let id = id.clone();
+                spawn_local(async move {
+                    match api::call(Method::Delete, &format!("/api/profiles/{}", seg(&sel)), None, Some(&rev)).await {
+                        Ok(_) => {
+                            app.say(format!("Deleted {id}"), Tone::Ok);
+                            p.selected.set(None);
+                            refresh(app, p);
+                        }
+                        Err(e) if e.is_stale() => app.say(format!("Not deleted: {id} changed on disk. Look at the new version first."), Tone::Error),
+                        Err(e) => app.fail(&e),
+                    }
+                });
+            }),
+        }));
+    };
+    let diag_list = diagnostics.into_iter().chain(preview_diags).collect::<Vec<_>>();
+    view! {
+        <div class="profile-detail">
+            <div class="editor-head">
+                <div class="title-line">
+                    <h2>{if name.is_empty() { s(&entry, "id") } else { name }}</h2>
+                    <code class="selector">{selector.clone()}</code>
+                </div>
+                <div class="actions">
+                    <button class="primary apply" disabled=move || !applicable || !app.live_host.get()
+                        title=move || if app.live_host.get() { "Apply this profile to the session" } else { "Applying needs a live Pi session: run /forge ui inside Pi." }>"Apply"</button>
+                    <button class="edit" on:click=move |_| start_edit(p, sel_edit.clone())>"Edit"</button>
+                    <button class="delete danger" on:click=delete>"Delete…"</button>
+                </div>
+            </div>
+            {(!description.is_empty()).then(|| view! { <p class="description">{description.clone()}</p> })}
+            <div class=if applicable { "preflight ok" } else { "preflight failed" }>
+                <strong>{if applicable { "Ready to apply" } else { "Preflight failed" }}</strong>
+                <span class="target-card">{card}</span>
+            </div>
+            <table class="transition">
+                <thead><tr><th></th><th>"Now"</th><th>"After applying"</th></tr></thead>
+                <tbody>
+                    <tr><th>"Model"</th><td>{model_text(&current)}</td><td>{model_text(&target)}</td></tr>
+                    <tr><th>"Thinking"</th><td>{thinking_text(&current)}</td><td>{thinking_text(&target)}</td></tr>
+                    <tr><th>"Preset"</th><td>{stack_text(&current)}</td><td>{stack_text(&target)}</td></tr>
+                </tbody>
+            </table>
+            <section class="card">
+                <h3>"Effective tools"</h3>
+                <ul class="chips">{tools.into_iter().map(|t| view! { <li class="chip"><span class="chip-text">{t}</span></li> }).collect_view()}</ul>
+            </section>
+            {(!diag_list.is_empty()).then(|| view! {
+                <section class="card">
+                    <h3>"Diagnostics"</h3>
+                    <ul class="diagnostic-list">
+                        {diag_list.into_iter().map(|d| view! {
+                            <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
+                        }).collect_view()}
+                    </ul>
+                </section>
+            })}
+            <p class="file-path">{s(&entry, "path")}</p>
+        </div>
+    }
+}
+
+fn save(app: App, p: Profiles, force: Option<String>) {
+    let Some(editing) = p.editing.get_untracked() else { return };
+    if force.is_none() && !dirty(p) && editing.selector.is_some() {
+        return;
+    }
+    let draft = p.draft.get_untracked();
+    let id = jp::get_str(&draft, "/id");
+    spawn_local(async move {
+        let result = match &editing.selector {
+            Some(sel) => {
+                let rev = force.or(editing.revision.clone());
+                api::call(Method::Put, &format!("/api/profiles/{}", seg(sel)), Some(&json!({ "profile": draft })), rev.as_deref()).await
+            }
+            None => api::post("/api/profiles", &json!({ "profile": draft, "scope": p.scope.get_untracked() })).await,
+        };
+        match result {
+            Ok(view) => {
+                let created = editing.selector.is_none();
+                app.say(format!("{} {id}", if created { "Created" } else { "Saved" }), Tone::Ok);
+                p.editing.set(None);
+                p.conflict.set(None);
+                p.selected.set(Some(s(&view, "selector")));
+                refresh(app, p);
+            }
+            Err(e) if e.is_stale() => {
+                p.conflict.set(Some(s(&e.body, "currentRevision")));
+                app.say(format!("Not saved: {id} changed on disk."), Tone::Error);
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
+#[component]
+fn ProfileEditor() -> impl IntoView {
+    let app = app();
+    let p = expect_context::<Profiles>();
+    let editing = move || p.editing.get();
+    let is_new = move || editing().is_some_and(|e| e.selector.is_none());
+    let get = move |path: &'static str| p.draft.with(|d| jp::get_str(d, path));
+    let set = move |path: &'static str, v: Option<Value>| {
+        p.draft.update(|d| jp::set(d, path, v));
+        p.validation.set(None);
+    };
+    let text_input = move |path: &'static str, name: &'static str, label: &'static str, list: Option<&'static str>| {
+        view! {
+            <label class="field">
+                <span class="label">{label}</span>
+                <input type="text" name=name list=list prop:value=move || get(path)
+                    on:input=move |e| { let v = event_target_value(&e); set(path, if v.is_empty() && !path.starts_with("/model") && path != "/id" { None } else { Some(Value::String(v)) }); }/>
+            </label>
+        }
+    };
+    let validate = move |_| {
+        let draft = p.draft.get_untracked();
+        let mut body = json!({ "profile": draft, "scope": p.scope.get_untracked() });
+        if let Some(sel) = p.editing.with_untracked(|e| e.as_ref().and_then(|e| e.selector.clone())) {
+            body["existingId"] = json!(sel);
+        }
+        spawn_local(async move {
+            match api::post("/api/profiles/validate", &body).await {
+                Ok(v) => {
+                    let valid = b(&v, "valid");
+                    let ready = valid && v.pointer("/preview/applicable").and_then(Value::as_bool).unwrap_or(false);
+                    let text = if ready { "Valid and ready to apply" } else if valid { "Valid, but it cannot be applied yet" } else { "Not valid" };
+                    p.validation.set(Some((text.into(), arr(&v, "diagnostics").to_vec(), ready)));
+                }
+                Err(e) => app.fail(&e),
+            }
+        });
+    };
+    let cancel = move |_| {
+        let close = move || {
+            p.editing.set(None);
+            p.conflict.set(None);
+        };
+        if dirty(p) {
+            app.dialog.set(Some(Dialog::Confirm {
+                title: "Discard changes to this profile?".into(),
+                body: "Your unsaved changes will be lost.".into(),
+                confirm: "Discard changes".into(),
+                danger: true,
+                on_confirm: Callback::new(move |_| close()),
+            }));
+        } else {
+            close();
+        }
+    };
+    let id_problem = move || {
+        let id = get("/id");
+        is_new().then(|| id_problem_profiles(p.collection, &id, &p.scope.get())).flatten()
+    };
+    let stacks = move || {
+        p.collection.with(|c| arr(c, "promptStacks").iter().map(|st| (s(st, "selector"), s(st, "id"), s(st, "scope"))).collect::<Vec<_>>())
+    };
+    let models = move || {
+        p.collection.with(|c| arr(c, "models").iter().map(|m| (s(m, "provider"), s(m, "id"))).collect::<Vec<_>>())
+    };
+    view! {
+        <div class="profile-editor">
+            <div class="editor-head">
+                <div class="title-line">
+                    <h2>{move || if is_new() { "New profile".to_string() } else { format!("Edit {}", editing().and_then(|e| e.selector).unwrap_or_default()) }}</h2>
+                    <Show when=move || dirty(p)><span class="badge dirty">"unsaved"</span></Show>
+                </div>
+                <div class="actions">
+                    <button class="primary save-profile" disabled=move || !(dirty(p) || is_new()) || id_problem().is_some()
+                        on:click=move |_| save(app, p, None)>{move || if is_new() { "Create" } else { "Save" }}</button>
+                    <button class="validate-profile" on:click=validate>"Validate"</button>
+                    <button class="cancel" on:click=cancel>"Cancel"</button>
+                </div>
+            </div>
+            {move || p.disk_changed.get().then(|| view! {
+                <div class="banner warn disk-changed" role="alert">
+                    <span>"This profile changed on disk. Your unsaved changes are still here."</span>
+                    <button class="reload-disk" on:click=move |_| if let Some(sel) = p.editing.get_untracked().and_then(|e| e.selector) { start_edit(p, sel) }>"Reload from disk"</button>
+                    <button class="keep-mine" on:click=move |_| p.disk_changed.set(false)>"Keep mine"</button>
+                </div>
+            })}
+            {move || p.conflict.get().map(|rev| view! {
+                <div class="banner error conflict" role="alert">
+                    <span>"Not saved: the file changed on disk since you opened it."</span>
+                    <button class="overwrite" on:click=move |_| save(app, p, Some(rev.clone()))>"Save mine over it"</button>
+                    <button class="reload-disk" on:click=move |_| if let Some(sel) = p.editing.get_untracked().and_then(|e| e.selector) { start_edit(p, sel) }>"Use the disk version"</button>
+                </div>
+            })}
+            <div class="grid">
+                <label class="field">
+                    <span class="label">"Profile ID"</span>
+                    <input type="text" name="profile-id" readonly=move || !is_new() class:readonly=move || !is_new()
+                        prop:value=move || get("/id") on:input=move |e| set("/id", Some(Value::String(event_target_value(&e))))/>
+                    {move || id_problem().filter(|_| !get("/id").is_empty()).map(|e| view! { <span class="field-error">{e}</span> })}
+                </label>
+                {text_input("/name", "profile-name", "Name", None)}
+                {text_input("/model/provider", "profile-provider", "Provider", Some("model-providers"))}
+                {text_input("/model/id", "profile-model", "Model", Some("model-ids"))}
+                <label class="field">
+                    <span class="label">"Thinking level"</span>
+                    <select name="profile-thinking" prop:value=move || get("/thinkingLevel")
+                        on:change=move |e| set("/thinkingLevel", Some(Value::String(event_target_value(&e))))>
+                        {THINKING.iter().map(|t| view! { <option value=*t>{*t}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label class="field">
+                    <span class="label">"Preset"</span>
+                    <select name="profile-stack"
+                        prop:value=move || p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string())
+                        on:change=move |e| { let v = event_target_value(&e); set("/promptStack", Some(if v.is_empty() { Value::Null } else { Value::String(v) })); }>
+                        <option value="">"(none: no Preset)"</option>
+                        {move || stacks().into_iter().map(|(sel, _id, _scope)| view! { <option value=sel.clone()>{sel.clone()}</option> }).collect_view()}
+                        {move || {
+                            let cur = p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string());
+                            let listed = stacks().iter().any(|(sel, _, _)| *sel == cur);
+                            (!cur.is_empty() && !listed).then(|| view! { <option value=cur.clone()>{format!("{cur} (not found)")}</option> })
+                        }}
+                    </select>
+                </label>
+                <Show when=is_new>
+                    <label class="field">
+                        <span class="label">"Scope"</span>
+                        <select name="profile-scope" prop:value=move || p.scope.get() on:change=move |e| p.scope.set(event_target_value(&e))>
+                            <option value="project">"Project"</option>
+                            <option value="global">"Global"</option>
+                        </select>
+                    </label>
+                </Show>
+                <label class="check">
+                    <input type="checkbox" name="profile-auto" prop:checked=move || p.draft.with(|d| jp::get_bool(d, "/autoActivate").unwrap_or(false))
+                        on:change=move |e| set("/autoActivate", if event_target_checked(&e) { Some(Value::Bool(true)) } else { None })/>
+                    <span>"Apply automatically when a session starts"</span>
+                </label>
+            </div>
+            <label class="field wide">
+                <span class="label">"Description"</span>
+                <textarea name="profile-description" rows="2" prop:value=move || get("/description")
+                    on:input=move |e| { let v = event_target_value(&e); set("/description", if v.is_empty() { None } else { Some(Value::String(v)) }); }></textarea>
+            </label>
+            <datalist id="model-providers">{move || { let mut ps: Vec<String> = models().into_iter().map(|m| m.0).collect(); ps.dedup(); ps.into_iter().map(|x| view! { <option value=x/> }).collect_view() }}</datalist>
+            <datalist id="model-ids">{move || models().into_iter().map(|m| view! { <option value=m.1/> }).collect_view()}</datalist>
+            {move || p.validation.get().map(|(text, diags, ready)| view! {
+                <section class="validation" class:ok=ready>
+                    <strong class="validation-result">{text}</strong>
+                    <ul class="diagnostic-list">
+                        {diags.into_iter().map(|d| view! {
+                            <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
+                        }).collect_view()}
+                    </ul>
+                </section>
+            })}
+        </div>
+    }
+}

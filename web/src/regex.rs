@@ -1,0 +1,211 @@
+//! The Regex tab: ordered rule cards with live validation (forge-core's rules, run in the
+//! browser) and a match preview against sample text.
+
+use forge_core::diag::Level;
+use forge_core::rewrite::{apply_to_text, rules_from_config};
+use leptos::prelude::*;
+use serde_json::{json, Value};
+
+use crate::api::arr;
+use crate::jp;
+use crate::state::{app, level_class, StackEditor};
+use crate::widgets::{check_field, select_field, text_field};
+
+fn rule_count(ed: StackEditor) -> usize {
+    ed.draft.with(|d| jp::get(d, "/regex/rules").and_then(Value::as_array).map_or(0, Vec::len))
+}
+
+fn move_rule(ed: StackEditor, from: usize, to: usize) {
+    ed.draft.update(|d| {
+        if let Some(rules) = jp::array_mut(d, "/regex/rules") {
+            if from < rules.len() && to < rules.len() {
+                let r = rules.remove(from);
+                rules.insert(to, r);
+            }
+        }
+    });
+    ed.clear_buffers("rule:");
+}
+
+#[component]
+pub fn RegexTab() -> impl IntoView {
+    let ed = app().editor;
+    let count = Memo::new(move |_| rule_count(ed));
+    let add = move |_| {
+        let ids: Vec<String> = ed.draft.with_untracked(|d| {
+            jp::get(d, "/regex/rules").and_then(Value::as_array).map(|a| a.iter().map(|r| jp::get_str(r, "/id")).collect()).unwrap_or_default()
+        });
+        let id = (1..).map(|n| format!("rule-{n}")).find(|c| !ids.contains(c)).unwrap_or_default();
+        ed.draft.update(|d| {
+            if jp::get(d, "/regex/schemaVersion").is_none() {
+                jp::set(d, "/regex/schemaVersion", Some(json!(1)));
+            }
+            if let Some(rules) = jp::array_mut(d, "/regex/rules") {
+                rules.push(json!({ "id": id, "stage": "history", "pattern": "", "replace": "" }));
+            }
+        });
+    };
+    view! {
+        <div class="regex-tab">
+            <p class="help">"Rules rewrite text with ECMAScript regular expressions: the history stage edits Pi's chat history before layout, the compiled stage edits the compiled system prompt or messages. Rules run top to bottom."</p>
+            <For each=move || 0..count.get() key=|i| *i let:i>
+                <RuleCard i count/>
+            </For>
+            <button class="add-rule" on:click=add>"Add rule"</button>
+        </div>
+    }
+}
+
+#[component]
+fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
+    let ed = app().editor;
+    let base = format!("/regex/rules/{i}");
+    let id = move || ed.draft.with(|d| jp::get_str(d, &format!("/regex/rules/{i}/id")));
+    // Diagnostics naming this rule ("Regex rule <id> ..." / "regex rule <n> ...").
+    let problems = move || {
+        let id = id();
+        let by_id = format!("Regex rule {id} ");
+        let by_n = format!("regex rule {} ", i + 1);
+        let dup = format!("Duplicate regex rule id: {id}.");
+        ed.diagnostics.with(|ds| {
+            ds.iter()
+                .filter(|d| d.level != Level::Info)
+                .filter(|d| (!id.is_empty() && d.message.starts_with(&by_id)) || d.message.starts_with(&by_n) || d.message == dup)
+                .map(|d| (d.level, d.message.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    let sample = RwSignal::new(String::new());
+    let outcome = move || {
+        let text = sample.get();
+        if text.is_empty() {
+            return None;
+        }
+        let mut rule = ed.draft.with(|d| jp::get(d, &format!("/regex/rules/{i}")).cloned())?;
+        jp::set(&mut rule, "/enabled", None);
+        let config = json!({ "rules": [rule] });
+        let (rules, diags) = rules_from_config(config.as_object());
+        match rules.first() {
+            Some(r) => {
+                let edit = apply_to_text(r, &text);
+                Some(Ok((edit.matches, edit.text)))
+            }
+            None => Some(Err(diags.first().map(|d| d.message.clone()).unwrap_or_else(|| "The rule is incomplete, so it would not run.".into()))),
+        }
+    };
+    let remove = move |_| {
+        ed.set(&format!("/regex/rules/{i}"), None);
+        ed.clear_buffers("rule:");
+    };
+    let targets = move |t: &'static str| {
+        ed.draft.with(|d| {
+            jp::get(d, &format!("/regex/rules/{i}/targets"))
+                .and_then(Value::as_array)
+                .is_none_or(|a| a.iter().any(|v| v.as_str() == Some(t)))
+        })
+    };
+    let toggle_target = move |t: &'static str, on: bool| {
+        let mut list: Vec<&str> = ["system", "messages"].into_iter().filter(|x| if *x == t { on } else { targets(x) }).collect();
+        list.dedup();
+        let value = if list.len() == 2 { None } else { Some(json!(list)) };
+        ed.set(&format!("/regex/rules/{i}/targets"), value);
+    };
+    let number = move |key: &'static str, label: &'static str| {
+        let path = format!("/regex/rules/{i}/{key}");
+        let read = path.clone();
+        view! {
+            <label class="field small">
+                <span class="label">{label}</span>
+                <input type="number" name=format!("rule-{key}") step="1"
+                    prop:value=move || ed.draft.with(|d| jp::get(d, &read).map(|v| v.to_string()).unwrap_or_default())
+                    on:input=move |e| {
+                        let t = event_target_value(&e);
+                        if t.trim().is_empty() { ed.set(&path, None); }
+                        else if let Ok(n) = t.trim().parse::<i64>() { ed.set(&path, Some(json!(n))); }
+                    }/>
+            </label>
+        }
+    };
+    let stage = move || ed.draft.with(|d| jp::get_str(d, &format!("/regex/rules/{i}/stage")));
+    view! {
+        <section class="card rule" data-rule=i class:has-errors=move || problems().iter().any(|(l, _)| *l == Level::Error)>
+            <div class="rule-head">
+                {check_field(ed, format!("{base}/enabled"), "rule-enabled", "Enabled", true, false)}
+                <span class="rule-title">{move || { let id = id(); if id.is_empty() { format!("Rule {}", i + 1) } else { id } }}</span>
+                <span class="spacer"></span>
+                <button class="icon" aria-label="Move rule up" disabled=move || i == 0 on:click=move |_| move_rule(ed, i, i - 1)>"↑"</button>
+                <button class="icon" aria-label="Move rule down" disabled=move || { i + 1 >= count.get() } on:click=move |_| move_rule(ed, i, i + 1)>"↓"</button>
+                <button class="icon danger" aria-label="Remove rule" on:click=remove>"✕"</button>
+            </div>
+            <div class="grid">
+                {text_field(ed, format!("{base}/id"), "rule-id", "Rule ID", false)}
+                {text_field(ed, format!("{base}/name"), "rule-name", "Name", true)}
+                {select_field(ed, format!("{base}/stage"), "rule-stage", "Stage", "(choose)", vec![("history", "history: chat history"), ("compiled", "compiled: the compiled prompt")])}
+                {select_field(ed, format!("{base}/effect"), "rule-effect", "Effect", "outgoing (default)", vec![("outgoing", "outgoing"), ("finalize", "finalize: rewrite stored replies")])}
+            </div>
+            <div class="grid pattern-line">
+                <label class="field wide2">
+                    <span class="label">"Pattern"</span>
+                    {
+                        let p = format!("{base}/pattern");
+                        let r = p.clone();
+                        view! { <input type="text" name="rule-pattern" class="mono" spellcheck="false"
+                            prop:value=move || ed.draft.with(|d| jp::get_str(d, &r))
+                            on:input=move |e| ed.set(&p, Some(Value::String(event_target_value(&e))))/> }
+                    }
+                </label>
+                {text_field(ed, format!("{base}/flags"), "rule-flags", "Flags (gimsu)", true)}
+                <label class="field wide2">
+                    <span class="label">"Replace with"</span>
+                    {
+                        let p = format!("{base}/replace");
+                        let r = p.clone();
+                        view! { <input type="text" name="rule-replace" class="mono" spellcheck="false"
+                            prop:value=move || ed.draft.with(|d| jp::get_str(d, &r))
+                            on:input=move |e| ed.set(&p, Some(Value::String(event_target_value(&e))))/> }
+                    }
+                </label>
+            </div>
+            <Show when=move || stage() == "compiled">
+                <div class="row targets">
+                    <span class="label">"Targets"</span>
+                    <label class="check"><input type="checkbox" name="rule-target-system" prop:checked=move || targets("system")
+                        on:change=move |e| toggle_target("system", event_target_checked(&e))/>"system prompt"</label>
+                    <label class="check"><input type="checkbox" name="rule-target-messages" prop:checked=move || targets("messages")
+                        on:change=move |e| toggle_target("messages", event_target_checked(&e))/>"messages"</label>
+                </div>
+            </Show>
+            <details class="advanced">
+                <summary>"Limits and roles"</summary>
+                <div class="grid">
+                    {number("maxMessages", "Max messages")}
+                    {number("maxChars", "Max chars")}
+                    {number("minDepth", "Min depth")}
+                    {number("maxDepth", "Max depth")}
+                </div>
+            </details>
+            {move || {
+                let ps = problems();
+                (!ps.is_empty()).then(|| view! {
+                    <ul class="rule-problems">
+                        {ps.into_iter().map(|(l, m)| view! { <li class=format!("diagnostic {}", level_class(l))>{m}</li> }).collect_view()}
+                    </ul>
+                })
+            }}
+            <details class="try">
+                <summary>"Try it"</summary>
+                <textarea name="rule-sample" rows="2" placeholder="Sample text" prop:value=move || sample.get()
+                    on:input=move |e| sample.set(event_target_value(&e))></textarea>
+                {move || outcome().map(|o| match o {
+                    Ok((matches, text)) => view! {
+                        <div class="try-result">
+                            <span class="badge">{format!("{matches} match{}", if matches == 1 { "" } else { "es" })}</span>
+                            <pre class="mono">{text}</pre>
+                        </div>
+                    }.into_any(),
+                    Err(e) => view! { <p class="field-error">{e}</p> }.into_any(),
+                })}
+            </details>
+        </section>
+    }
+}

@@ -1,0 +1,244 @@
+//! The frame around both surfaces: top bar (surfaces, status, theme), keyboard shortcuts, the
+//! unload guard, and the Presets surface layout (sidebar + workspace + preview dock).
+
+use leptos::ev;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::dialogs::Dialogs;
+use crate::editor::StackWorkspace;
+use crate::preview::{Dock, PreviewDock};
+use crate::profiles::ProfilesSurface;
+use crate::state::{self, open_stack, App, Dialog, Scope, Surface, Tone};
+
+const THEME_KEY: &str = "pi-forge-theme";
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok()?
+}
+
+fn apply_theme(dark: bool) {
+    if let Some(root) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.document_element())
+    {
+        let _ = root.set_attribute("data-theme", if dark { "dark" } else { "light" });
+    }
+}
+
+#[component]
+pub fn Shell() -> impl IntoView {
+    let app = App::new();
+    provide_context(app);
+    let dock = Dock::new();
+    provide_context(dock);
+
+    let dark = storage()
+        .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
+        .map(|v| v == "dark")
+        .unwrap_or(false);
+    app.dark.set(dark);
+    apply_theme(dark);
+
+    state::refresh_stacks(app);
+    state::load_resources(app);
+    crate::events::connect(app);
+
+    // Ctrl/Cmd+S saves what the current surface edits.
+    let _keys = window_event_listener(ev::keydown, move |e| {
+        if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("s") {
+            e.prevent_default();
+            match app.surface.get_untracked() {
+                Surface::Presets => {
+                    if app.dialog.with_untracked(Option::is_none) {
+                        state::save_stack(app, None)
+                    }
+                }
+                Surface::Profiles => {
+                    if let Some(save) = app.profile_save.get_untracked() {
+                        save.run(())
+                    }
+                }
+            }
+        }
+        if e.key() == "Escape" && app.dialog.with_untracked(Option::is_some) {
+            app.dialog.set(None);
+        }
+    });
+    // Leaving the page with unsaved work asks first (the browser's own prompt).
+    let _unload = window_event_listener(ev::beforeunload, move |e| {
+        if app.editor.dirty.get_untracked() || app.profile_dirty.get_untracked() {
+            e.prevent_default();
+            e.set_return_value("unsaved");
+        }
+    });
+
+    let toggle_theme = move |_| {
+        let dark = !app.dark.get_untracked();
+        app.dark.set(dark);
+        apply_theme(dark);
+        if let Some(s) = storage() {
+            let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
+        }
+    };
+    let go = move |surface: Surface| {
+        if app.surface.get_untracked() == surface {
+            return;
+        }
+        app.guard("Switching surfaces", move || app.surface.set(surface));
+    };
+
+    view! {
+        <div class="app" class:dock-open=move || dock.open.get() class:dock-focus=move || dock.focus.get()>
+            <header class="topbar">
+                <span class="brand" title="pi-forge">"pi-forge"</span>
+                <nav class="surfaces" aria-label="Surfaces">
+                    <button class="surface-tab" class:current=move || app.surface.get() == Surface::Presets
+                        aria-pressed=move || (app.surface.get() == Surface::Presets).to_string()
+                        on:click=move |_| go(Surface::Presets)>"Presets"</button>
+                    <button class="surface-tab" class:current=move || app.surface.get() == Surface::Profiles
+                        aria-pressed=move || (app.surface.get() == Surface::Profiles).to_string()
+                        on:click=move |_| go(Surface::Profiles)>"Profiles"</button>
+                </nav>
+                <output class="status" role="status" aria-live="polite"
+                    class:ok=move || app.status.with(|s| s.1 == Tone::Ok)
+                    class:error=move || app.status.with(|s| s.1 == Tone::Error)>
+                    {move || app.status.with(|s| s.0.clone())}
+                </output>
+                <Show when=move || !app.trusted.get()>
+                    <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
+                </Show>
+                <button class="theme-toggle icon" on:click=toggle_theme
+                    aria-label=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }
+                    title=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }>
+                    {move || if app.dark.get() { "☀" } else { "☾" }}
+                </button>
+            </header>
+            {move || match app.surface.get() {
+                Surface::Presets => view! { <PresetsSurface/> }.into_any(),
+                Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
+            }}
+            <Dialogs/>
+        </div>
+    }
+}
+
+#[component]
+fn PresetsSurface() -> impl IntoView {
+    view! {
+        <div class="presets">
+            <StackSidebar/>
+            <main class="workspace">
+                <StackWorkspace/>
+            </main>
+            <PreviewDock/>
+        </div>
+    }
+}
+
+#[component]
+fn StackSidebar() -> impl IntoView {
+    let app = state::app();
+    let rows = Memo::new(move |_| {
+        let scope = app.scope.get();
+        let q = app.search.get().trim().to_lowercase();
+        app.stacks.with(|rows| {
+            rows.iter()
+                .filter(|r| r.scope == scope.as_str())
+                .filter(|r| {
+                    q.is_empty()
+                        || r.id.to_lowercase().contains(&q)
+                        || r.name.as_deref().is_some_and(|n| n.to_lowercase().contains(&q))
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
+    let count = move |scope: Scope| {
+        app.stacks
+            .with(|rows| rows.iter().filter(|r| r.scope == scope.as_str()).count())
+    };
+    let selected = move || {
+        app.editor
+            .loaded
+            .with(|l| l.as_ref().map(|l| l.selector.clone()))
+    };
+    let scope_button = move |scope: Scope, label: &'static str| {
+        view! {
+            <button class="seg-button" class:current=move || app.scope.get() == scope
+                aria-pressed=move || (app.scope.get() == scope).to_string()
+                on:click=move |_| app.scope.set(scope)>
+                {label} <span class="count">{move || count(scope)}</span>
+            </button>
+        }
+    };
+    view! {
+        <aside class="sidebar" aria-label="Presets">
+            <div class="sidebar-head">
+                <div class="seg scope-switch" role="group" aria-label="Scope">
+                    {scope_button(Scope::Project, "Project")}
+                    {scope_button(Scope::Global, "Global")}
+                </div>
+                <button class="new-stack" on:click=move |_| app.guard("Creating a Preset", move || app.dialog.set(Some(Dialog::NewStack)))>"New"</button>
+            </div>
+            <input class="search" type="search" placeholder="Filter Presets" aria-label="Filter Presets"
+                prop:value=move || app.search.get()
+                on:input=move |e| app.search.set(event_target_value(&e))/>
+            <ul class="stack-list">
+                {move || {
+                    let rows = rows.get();
+                    if rows.is_empty() {
+                        let text = if app.stacks.with(Vec::is_empty) {
+                            "No prompt stacks found."
+                        } else if app.search.with(|q| !q.trim().is_empty()) {
+                            "No Presets match the filter."
+                        } else {
+                            "No Presets in this scope."
+                        };
+                        return view! { <li class="empty">{text}</li> }.into_any();
+                    }
+                    rows.into_iter().map(|r| {
+                        let sel = r.selector.clone();
+                        let sel2 = r.selector.clone();
+                        let is_selected = move || selected().as_deref() == Some(sel2.as_str());
+                        let is_selected2 = is_selected.clone();
+                        let title = r.name.clone().unwrap_or_else(|| r.id.clone());
+                        let detail = format!("{} · {} item{}", r.mode, r.items, if r.items == 1 { "" } else { "s" });
+                        view! {
+                            <li>
+                                <button class="stack-row" class:selected=is_selected class:active=r.active
+                                    aria-current=move || if is_selected2() { "true" } else { "false" }
+                                    data-selector=r.selector.clone()
+                                    on:click=move |_| open_stack(app, sel.clone())>
+                                    <span class="row-title">{title}</span>
+                                    <span class="row-id">{r.id.clone()}</span>
+                                    <span class="row-detail">{detail}</span>
+                                    <span class="row-badges">
+                                        {r.active.then(|| view! { <span class="badge active">"active"</span> })}
+                                        {(r.errors > 0).then(|| view! { <span class="badge error" title="errors">{r.errors}" ✕"</span> })}
+                                        {(r.warnings > 0).then(|| view! { <span class="badge warning" title="warnings">{r.warnings}" !"</span> })}
+                                        {r.shadowed.then(|| view! { <span class="badge muted" title="A project Preset with the same id hides this one">"shadowed"</span> })}
+                                        {r.legacy.then(|| view! { <span class="badge muted" title=".pi/prompt-stacks (legacy folder)">"legacy"</span> })}
+                                    </span>
+                                </button>
+                            </li>
+                        }
+                    }).collect_view().into_any()
+                }}
+            </ul>
+        </aside>
+    }
+}
+
+/// Focuses the element matching `selector` on the next frame (after the DOM update).
+pub fn focus_later(selector: String) {
+    request_animation_frame(move || {
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector(&selector).ok().flatten())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let _ = el.focus();
+        }
+    });
+}
