@@ -23,6 +23,9 @@ const SETUP_HINT: &str = "run `cargo xtask setup` to install chromium and chromi
 /// How long a process may take to come up (cold Chromium on a busy 2-core machine included).
 pub const STARTUP: Duration = Duration::from_secs(30);
 
+/// How long a UI condition may take (a busy 2-core machine included).
+pub const WAIT: Duration = Duration::from_secs(10);
+
 /// A child process leading its own process group; drop kills the whole group.
 pub struct Group {
     child: Child,
@@ -140,16 +143,32 @@ pub fn pi_forge_binary() -> &'static Path {
 /// A running `pi-forge ui` on a free port, serving an empty project in a temp dir.
 pub struct Server {
     pub url: String,
+    /// `http://127.0.0.1:<port>/`
+    pub base: String,
+    /// The session token (for API calls from tests: header `x-pi-forge-token`).
+    pub token: String,
     pub stderr: Log,
     group: Group,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 impl Server {
     pub fn start(extra_args: &[&str]) -> Server {
+        Server::start_with(&[], extra_args)
+    }
+
+    /// Starts `pi-forge ui` after writing `files` (paths relative to the temp home: the project
+    /// is `project/` (so stacks go to `project/.pi/forge/prompt-stacks/<id>.json`) and the
+    /// global directory is `global/`).
+    pub fn start_with(files: &[(&str, &str)], extra_args: &[&str]) -> Server {
         let home = tempfile::tempdir().expect("temp dir");
         let project = home.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
+        for (rel, text) in files {
+            let path = home.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+        }
         let mut cmd = Command::new(pi_forge_binary());
         cmd.args(["ui", "--no-open", "--port", "0", "--project"])
             .arg(&project)
@@ -208,14 +227,86 @@ impl Server {
         );
         Server {
             url,
+            base,
+            token,
             stderr,
             group,
-            _home: home,
+            home,
         }
     }
 
     pub fn pid(&self) -> u32 {
         self.group.pid()
+    }
+
+    /// Calls the JSON API with the token header: `(status, body)`.
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        if_match: Option<&str>,
+    ) -> (u16, serde_json::Value) {
+        use std::io::Write as _;
+        let authority = self
+            .base
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .expect("base URL");
+        let mut stream = TcpStream::connect(authority).expect("connect to pi-forge");
+        stream.set_read_timeout(Some(STARTUP)).unwrap();
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let if_match = if_match.map_or(String::new(), |r| format!("If-Match: \"{r}\"\r\n"));
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nx-pi-forge-token: {}\r\n{if_match}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.token,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read response");
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("malformed HTTP response: {response:?}"));
+        let (head, raw) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let raw = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(raw)
+        } else {
+            raw.to_string()
+        };
+        let json = serde_json::from_str(&raw).unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    /// A path under the temp home (`project/.pi/forge/...`, `global/...`).
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.home.path().join(rel)
+    }
+
+    /// Reads a file under the temp home.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+    }
+
+    /// Reads a file under the temp home as JSON.
+    pub fn read_json(&self, rel: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(rel)).unwrap_or_else(|e| panic!("{rel} is not JSON: {e}"))
+    }
+
+    /// Replaces a file the way editors do (write a temp file, rename over), as an external
+    /// edit the server's watcher must notice.
+    pub fn write_external(&self, rel: &str, text: &str) {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let tmp = path.with_extension("json.tmp-external");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
     }
 }
 
@@ -322,6 +413,257 @@ impl Browser {
         serde_json::from_value(value).expect("__forgeErrors is a list of strings")
     }
 
+    /// Opens the editor and waits until the app has rendered its frame.
+    pub async fn open(&self, server: &Server) {
+        self.client.goto(&server.url).await.expect("page loads");
+        self.wait_css(".app .topbar").await;
+    }
+
+    /// Waits (up to 10 s) for an element matching `css`.
+    pub async fn wait_css(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(WAIT)
+            .for_element(fantoccini::Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css} within {WAIT:?}: {e}"))
+    }
+
+    /// Runs a script (`return ...;`) and returns its value.
+    pub async fn js(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// Polls `script` (which returns a value) until it equals `want`, or panics after 10 s
+    /// with the last value seen.
+    pub async fn wait_js(&self, what: &str, script: &str, want: serde_json::Value) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.js(script, vec![]).await;
+            if got == want {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("{what}: waited {WAIT:?} for {want}, last value {got}");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// The text content of the first element matching `css` (`None` when there is none).
+    pub async fn text(&self, css: &str) -> Option<String> {
+        let v = self
+            .js(
+                "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+                vec![serde_json::json!(css)],
+            )
+            .await;
+        v.as_str().map(str::to_string)
+    }
+
+    /// Waits until the text of `css` contains `needle`.
+    pub async fn wait_text(&self, css: &str, needle: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.text(css).await;
+            if got.as_deref().is_some_and(|t| t.contains(needle)) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("waited {WAIT:?} for {css} to contain {needle:?}; it is {got:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Clicks the first element matching `css` (waiting for it).
+    pub async fn click(&self, css: &str) {
+        let el = self.wait_css(css).await;
+        el.click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
+    }
+
+    /// Clicks the first element matching `css` whose text contains `text`.
+    pub async fn click_text(&self, css: &str, text: &str) {
+        let script = "const [css, text] = arguments; for (const e of document.querySelectorAll(css)) { if (e.textContent.includes(text)) { e.click(); return true; } } return false;";
+        let deadline = Instant::now() + WAIT;
+        while self
+            .js(
+                script,
+                vec![serde_json::json!(css), serde_json::json!(text)],
+            )
+            .await
+            != serde_json::json!(true)
+        {
+            if Instant::now() > deadline {
+                panic!("no {css} with text {text:?} within {WAIT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Replaces the value of an input/textarea the way typing does (native setter + `input`
+    /// and `change` events), which is fast for long text.
+    pub async fn fill(&self, css: &str, value: &str) {
+        self.wait_css(css).await;
+        let script = "const [css, value] = arguments; const e = document.querySelector(css); \
+            const proto = e instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : (e instanceof HTMLSelectElement ? HTMLSelectElement.prototype : HTMLInputElement.prototype); \
+            Object.getOwnPropertyDescriptor(proto, 'value').set.call(e, value); \
+            e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return true;";
+        self.js(
+            script,
+            vec![serde_json::json!(css), serde_json::json!(value)],
+        )
+        .await;
+    }
+
+    /// Types into the focused element with real key events.
+    pub async fn type_keys(&self, css: &str, keys: &str) {
+        let el = self.wait_css(css).await;
+        el.send_keys(keys)
+            .await
+            .unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
+    }
+
+    /// The value of an input, textarea or select.
+    pub async fn value(&self, css: &str) -> String {
+        self.wait_css(css).await;
+        let v = self
+            .js(
+                "return document.querySelector(arguments[0]).value;",
+                vec![serde_json::json!(css)],
+            )
+            .await;
+        v.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Whether `css` matches an element that is rendered and not disabled.
+    pub async fn enabled(&self, css: &str) -> bool {
+        self.wait_css(css).await;
+        let v = self
+            .js(
+                "return !document.querySelector(arguments[0]).disabled;",
+                vec![serde_json::json!(css)],
+            )
+            .await;
+        v == serde_json::json!(true)
+    }
+
+    /// How many elements match `css`.
+    pub async fn count(&self, css: &str) -> usize {
+        let v = self
+            .js(
+                "return document.querySelectorAll(arguments[0]).length;",
+                vec![serde_json::json!(css)],
+            )
+            .await;
+        v.as_u64().unwrap_or(0) as usize
+    }
+
+    /// Resizes the window so the viewport (not the window) is `width`×`height`.
+    pub async fn viewport(&self, width: u32, height: u32) {
+        self.client.set_window_size(width, height).await.unwrap();
+        let inner = self
+            .js("return [window.innerWidth, window.innerHeight];", vec![])
+            .await;
+        let (iw, ih) = (
+            inner[0].as_u64().unwrap_or(0) as u32,
+            inner[1].as_u64().unwrap_or(0) as u32,
+        );
+        self.client
+            .set_window_size(
+                width + (width - iw.min(width)),
+                height + (height - ih.min(height)),
+            )
+            .await
+            .unwrap();
+        self.wait_js(
+            "viewport size",
+            "return [window.innerWidth, window.innerHeight];",
+            serde_json::json!([width, height]),
+        )
+        .await;
+    }
+
+    /// Elements (tag.class) that stick out of the viewport horizontally, and whether the page
+    /// itself scrolls sideways. Empty when the layout fits.
+    pub async fn horizontal_overflow(&self) -> Vec<String> {
+        let v = self
+            .js(
+                "const w = document.documentElement.clientWidth; const out = []; \
+                 if (document.documentElement.scrollWidth > w) out.push('page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w); \
+                 for (const e of document.querySelectorAll('body *')) { \
+                   const r = e.getBoundingClientRect(); if (r.width === 0 || r.height === 0) continue; \
+                   let clipped = false; for (let p = e.parentElement; p; p = p.parentElement) { const s = getComputedStyle(p); if (s.overflowX !== 'visible' && s.overflowX !== 'clip' || s.display === 'none') { const pr = p.getBoundingClientRect(); if (r.right <= pr.right + 1) { clipped = true; } break; } } \
+                   if (r.right > w + 1 && !clipped) out.push(e.tagName.toLowerCase() + '.' + [...e.classList].join('.') + ' right=' + Math.round(r.right)); } \
+                 return out.slice(0, 20);",
+                vec![],
+            )
+            .await;
+        serde_json::from_value(v).unwrap_or_default()
+    }
+
+    /// The bounding box `[x, y, width, height]` of the first element matching `css`.
+    pub async fn rect(&self, css: &str) -> [f64; 4] {
+        self.wait_css(css).await;
+        let v = self
+            .js(
+                "const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.x, r.y, r.width, r.height];",
+                vec![serde_json::json!(css)],
+            )
+            .await;
+        serde_json::from_value(v).expect("a rect")
+    }
+
+    /// Whether the element matching `css` lies fully inside the viewport.
+    pub async fn in_viewport(&self, css: &str) -> bool {
+        let [x, y, w, h] = self.rect(css).await;
+        let size = self
+            .js(
+                "return [document.documentElement.clientWidth, window.innerHeight];",
+                vec![],
+            )
+            .await;
+        let (vw, vh) = (
+            size[0].as_f64().unwrap_or(0.0),
+            size[1].as_f64().unwrap_or(0.0),
+        );
+        w > 0.0 && h > 0.0 && x >= -0.5 && y >= -0.5 && x + w <= vw + 0.5 && y + h <= vh + 0.5
+    }
+
+    /// Saves a PNG of the page to `target/screenshots/<name>.png`; with
+    /// `FORGE_UPDATE_SCREENSHOTS=1` also to `docs/images/<name>.png` (the user guide's images).
+    pub async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.expect("screenshot");
+        let root = workspace_root();
+        let dir = root.join("target/screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+        if std::env::var_os("FORGE_UPDATE_SCREENSHOTS").is_some_and(|v| v == "1") {
+            let docs = root.join("docs/images");
+            std::fs::create_dir_all(&docs).unwrap();
+            std::fs::write(docs.join(format!("{name}.png")), &png).unwrap();
+        }
+    }
+
+    /// Asserts that the page recorded no errors and the console logged none.
+    pub async fn assert_no_errors(&self) {
+        assert_eq!(
+            self.page_errors().await,
+            Vec::<String>::new(),
+            "page errors"
+        );
+        assert_eq!(
+            self.console_errors().await,
+            Vec::<String>::new(),
+            "console errors"
+        );
+    }
+
     /// Ends the session cleanly; drop alone would kill the processes instead.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
@@ -377,6 +719,22 @@ pub fn http_get(base_url: &str, path: &str, cookie: Option<&str>) -> (u16, Strin
         .unwrap_or_else(|| panic!("malformed HTTP response: {response:?}"));
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     (status, head.to_string(), body.to_string())
+}
+
+/// Decodes a chunked HTTP/1.1 body.
+fn dechunk(mut raw: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = raw.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        raw = rest[n..].trim_start_matches("\r\n");
+    }
+    out
 }
 
 fn free_port() -> u16 {
