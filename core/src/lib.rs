@@ -8,6 +8,7 @@
 
 pub mod canonical;
 pub mod capability;
+#[cfg(feature = "regex")]
 pub mod compile;
 pub mod config;
 pub mod diag;
@@ -18,6 +19,7 @@ pub mod js;
 pub mod json;
 pub mod message;
 pub mod profile;
+#[cfg(feature = "regex")]
 pub mod rewrite;
 pub mod runtime;
 mod shape;

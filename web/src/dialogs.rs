@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::api::{self, arr, b, s, seg};
+use crate::api::{self, arr, s, seg};
 use crate::shell::focus_later;
 use crate::state::{self, app, App, Dialog, Scope, Tone};
 

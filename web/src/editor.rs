@@ -4,7 +4,7 @@
 use forge_core::diag::Level;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::api::{self, arr, seg, s};
 use crate::items::ItemsTab;

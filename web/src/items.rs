@@ -4,7 +4,7 @@
 use forge_core::stack::slot_schema::{slot_schema, unknown_options, OptionKind, SLOT_SCHEMAS};
 use leptos::ev;
 use leptos::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::api::{arr, s};
 use crate::jp;

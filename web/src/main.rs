@@ -12,6 +12,7 @@ mod editor;
 mod events;
 mod items;
 mod jp;
+mod jsregex;
 mod policy;
 mod preview;
 mod profiles;
@@ -23,5 +24,6 @@ mod widgets;
 
 fn main() {
     console_error_panic_hook::set_once();
+    forge_core::stack::set_pattern_checker(jsregex::check);
     leptos::mount::mount_to_body(shell::Shell);
 }

@@ -2,11 +2,9 @@
 //! browser) and a match preview against sample text.
 
 use forge_core::diag::Level;
-use forge_core::rewrite::{apply_to_text, rules_from_config};
 use leptos::prelude::*;
 use serde_json::{json, Value};
 
-use crate::api::arr;
 use crate::jp;
 use crate::state::{app, level_class, StackEditor};
 use crate::widgets::{check_field, select_field, text_field};
@@ -76,22 +74,24 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         })
     };
     let sample = RwSignal::new(String::new());
+    // "Try it" runs the rule's pattern on the browser's JavaScript engine (see jsregex.rs).
     let outcome = move || {
         let text = sample.get();
         if text.is_empty() {
             return None;
         }
-        let mut rule = ed.draft.with(|d| jp::get(d, &format!("/regex/rules/{i}")).cloned())?;
-        jp::set(&mut rule, "/enabled", None);
-        let config = json!({ "rules": [rule] });
-        let (rules, diags) = rules_from_config(config.as_object());
-        match rules.first() {
-            Some(r) => {
-                let edit = apply_to_text(r, &text);
-                Some(Ok((edit.matches, edit.text)))
-            }
-            None => Some(Err(diags.first().map(|d| d.message.clone()).unwrap_or_else(|| "The rule is incomplete, so it would not run.".into()))),
+        let (pattern, flags, replace) = ed.draft.with(|d| {
+            let base = format!("/regex/rules/{i}");
+            (
+                jp::get_str(d, &format!("{base}/pattern")),
+                jp::get_str(d, &format!("{base}/flags")),
+                jp::get_str(d, &format!("{base}/replace")),
+            )
+        });
+        if pattern.is_empty() {
+            return Some(Err("Enter a pattern first.".to_string()));
         }
+        Some(crate::jsregex::try_replace(&pattern, &flags, &replace, &text))
     };
     let remove = move |_| {
         ed.set(&format!("/regex/rules/{i}"), None);

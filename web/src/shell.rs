@@ -81,11 +81,17 @@ pub fn Shell() -> impl IntoView {
             let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
         }
     };
+    // The Preset draft lives in app state and survives a surface switch; an unsaved profile
+    // form does not, so leaving Profiles with one asks first.
     let go = move |surface: Surface| {
         if app.surface.get_untracked() == surface {
             return;
         }
-        app.guard("Switching surfaces", move || app.surface.set(surface));
+        if app.profile_dirty.get_untracked() {
+            app.confirm_discard("Leaving Profiles", move || app.surface.set(surface));
+        } else {
+            app.surface.set(surface);
+        }
     };
 
     view! {

@@ -273,13 +273,22 @@ impl App {
         self.say(e.message.clone(), Tone::Error);
     }
 
-    /// Asks before dropping unsaved work; runs `then` at once when there is none.
+    /// Asks before dropping unsaved work of the current surface; runs `then` at once when
+    /// there is none.
     pub fn guard(&self, what: &str, then: impl Fn() + Send + Sync + 'static) {
-        let dirty = self.editor.dirty.get_untracked() || self.profile_dirty.get_untracked();
+        let dirty = match self.surface.get_untracked() {
+            Surface::Presets => self.editor.dirty.get_untracked(),
+            Surface::Profiles => self.profile_dirty.get_untracked(),
+        };
         if !dirty {
             then();
             return;
         }
+        self.confirm_discard(what, then);
+    }
+
+    /// The in-app "discard unsaved changes?" dialog; `then` runs on confirm.
+    pub fn confirm_discard(&self, what: &str, then: impl Fn() + Send + Sync + 'static) {
         self.dialog.set(Some(Dialog::Confirm {
             title: "Discard unsaved changes?".into(),
             body: format!("You have unsaved changes. {what} discards them."),

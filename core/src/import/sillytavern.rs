@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::id::is_valid_id;
 use crate::js::js_trim;
-use crate::stack::{compile_pattern, STACK_TYPE};
+use crate::stack::{check_pattern, STACK_TYPE};
 
 /// Markers SillyTavern fills from character cards, personas and lore; pi-forge has no source for
 /// them. `chatHistory` is handled separately.
@@ -777,7 +777,7 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
             drop("find pattern is empty or has flags outside gimsu");
             continue;
         };
-        if let Err(reason) = compile_pattern(&pattern, &flags) {
+        if let Err(reason) = check_pattern(&pattern, &flags) {
             drop(&format!("find pattern does not compile: {reason}"));
             continue;
         }

@@ -42,4 +42,8 @@ pub use parse::{
 pub use policy::{matches_any, pattern_matches, Policy};
 // The tool-name grammar is shared with capabilities and lives in [`crate::id`].
 pub use crate::id::{is_valid_tool_name, MAX_TOOL_NAME_LENGTH};
-pub use regex_rules::{compile_pattern, REGEX_FLAGS};
+#[cfg(feature = "regex")]
+pub use regex_rules::compile_pattern;
+#[cfg(not(feature = "regex"))]
+pub use regex_rules::set_pattern_checker;
+pub use regex_rules::{check_pattern, PatternChecker, REGEX_FLAGS};

@@ -122,7 +122,7 @@ fn validate_rule(rule: &Value, index: usize, seen: &mut Vec<String>, out: &mut V
         Some(pattern) if !pattern.is_empty() => match check_flags(rule.get("flags")) {
             Err(tail) => sink.error(&tail),
             Ok(flags) => {
-                if let Err(reason) = compile_pattern(pattern, &flags) {
+                if let Err(reason) = check_pattern(pattern, &flags) {
                     sink.error(&format!(
                         "pattern failed to compile: Invalid regular expression: /{pattern}/{flags}: {reason}"
                     ));
@@ -212,7 +212,40 @@ fn check_flags(value: Option<&Value>) -> Result<String, String> {
 }
 
 /// Compiles `pattern` with ECMAScript semantics under `flags` (a valid subset of `gimsu`).
+#[cfg(feature = "regex")]
 pub fn compile_pattern(pattern: &str, flags: &str) -> Result<regress::Regex, String> {
     let engine_flags: String = flags.chars().filter(|c| *c != 'g').collect();
     regress::Regex::with_flags(pattern, engine_flags.as_str()).map_err(|e| e.to_string())
+}
+
+/// Checks that `pattern` compiles under `flags`; the error is the engine's reason.
+///
+/// With the `regex` feature (the default) this is [`compile_pattern`]. Without it (the
+/// browser build, which leaves regress and its Unicode tables out) it asks the checker
+/// installed with [`set_pattern_checker`] — the browser installs its own JavaScript engine's
+/// — and accepts every pattern when none is installed.
+pub fn check_pattern(pattern: &str, flags: &str) -> Result<(), String> {
+    #[cfg(feature = "regex")]
+    {
+        compile_pattern(pattern, flags).map(|_| ())
+    }
+    #[cfg(not(feature = "regex"))]
+    {
+        match PATTERN_CHECKER.get() {
+            Some(check) => check(pattern, flags),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A pattern checker: `Err(reason)` when `pattern` does not compile under `flags`.
+pub type PatternChecker = fn(&str, &str) -> Result<(), String>;
+
+#[cfg(not(feature = "regex"))]
+static PATTERN_CHECKER: std::sync::OnceLock<PatternChecker> = std::sync::OnceLock::new();
+
+/// Installs the pattern checker of a build without the `regex` feature (first call wins).
+#[cfg(not(feature = "regex"))]
+pub fn set_pattern_checker(check: PatternChecker) {
+    let _ = PATTERN_CHECKER.set(check);
 }
