@@ -314,6 +314,15 @@ pub fn refresh_stacks(app: App) {
                 app.cwd.set(s(&v, "cwd"));
                 app.stacks.set(rows);
                 let first_load = !app.stacks_loaded.get_untracked();
+                if first_load {
+                    // After the DOM update: "pi-forge:stack-list" marks when the list is on
+                    // screen (read by `cargo xtask bench`).
+                    request_animation_frame(|| {
+                        if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
+                            let _ = perf.mark("pi-forge:stack-list");
+                        }
+                    });
+                }
                 app.stacks_loaded.set(true);
                 let open = app.editor.loaded.with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
                 match open {

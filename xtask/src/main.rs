@@ -643,6 +643,34 @@ fn ci(ctx: &Ctx) -> Result {
 }
 
 fn bench(ctx: &Ctx, args: &[String]) -> Result {
+    // `--only web` measures the web app alone; any other `--only` goes to `pi-forge bench`.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str);
+    let run_core = only != Some("web");
+    let run_web = only.is_none() || only == Some("web");
+
+    let core = if run_core {
+        Some(core_bench(ctx, args)?)
+    } else {
+        None
+    };
+    let web = if run_web { Some(web_bench(ctx)?) } else { None };
+    let mut parts = Vec::new();
+    if let Some(core) = core {
+        parts.push(format!("\"server\": {}", core.trim()));
+    }
+    if let Some(web) = web {
+        parts.push(format!("\"web\": {web}"));
+    }
+    println!("{{{}}}", parts.join(", "));
+    Ok(())
+}
+
+/// `pi-forge bench --json` (release build): workspace load, compile, fingerprints, server.
+fn core_bench(ctx: &Ctx, args: &[String]) -> Result<String> {
     step("running pi-forge bench --json (release build)");
     let out = ctx
         .cargo()
@@ -664,11 +692,7 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result {
             message: format!("cannot start {}: {e}", ctx.cargo),
             hint: None,
         })?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    print!("{stdout}");
-    if !stdout.ends_with('\n') && !stdout.is_empty() {
-        println!();
-    }
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         return fail_with_hint(
             format!("`pi-forge bench --json` failed ({})", out.status),
@@ -678,7 +702,58 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result {
     if !stdout.trim_start().starts_with(['{', '[']) {
         return fail("`pi-forge bench --json` did not print JSON");
     }
-    Ok(())
+    Ok(stdout)
+}
+
+/// The web app: release bundle size (gzip) and navigation → rendered stack list in headless
+/// Chromium (e2e/examples/navbench.rs).
+fn web_bench(ctx: &Ctx) -> Result<String> {
+    let files = dist(ctx)?;
+    setup(ctx, Setup::All)?;
+    let gz = |suffix: &str| -> u64 {
+        files
+            .iter()
+            .filter(|(name, _, _)| name.ends_with(suffix))
+            .map(|(_, _, gz)| gz.unwrap_or(0))
+            .sum()
+    };
+    let (wasm, js, css) = (gz(".wasm"), gz(".js"), gz(".css"));
+    let total = wasm + js + css;
+    step("building the release pi-forge binary (it embeds the bundle just built)");
+    run(ctx
+        .cargo()
+        .args(["build", "--release", "-p", "pi-forge", "--bin", "pi-forge"]))?;
+    let binary = target_dir(ctx)?.join("release/pi-forge");
+    step(
+        "timing navigation → rendered stack list (headless Chromium, release pi-forge, 50 stacks)",
+    );
+    let out = ctx
+        .cargo()
+        .env("PI_FORGE_BIN", &binary)
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "forge-e2e",
+            "--example",
+            "navbench",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Failure {
+            message: format!("cannot start {}: {e}", ctx.cargo),
+            hint: None,
+        })?;
+    let nav = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !nav.starts_with('{') {
+        return fail_with_hint(
+            format!("the navigation benchmark failed ({})", out.status),
+            "see the output above; it needs chromium (`cargo xtask setup`)",
+        );
+    }
+    Ok(format!(
+        "{{\"bundleGzipBytes\": {{\"wasm\": {wasm}, \"js\": {js}, \"css\": {css}, \"total\": {total}, \"target\": 450000}}, \"navigation\": {nav}}}"
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------

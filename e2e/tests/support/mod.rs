@@ -110,6 +110,10 @@ fn workspace_root() -> &'static Path {
 pub fn pi_forge_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
+        // `cargo xtask bench` points at the release binary it built.
+        if let Some(path) = std::env::var_os("PI_FORGE_BIN") {
+            return PathBuf::from(path);
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(workspace_root()).args([
