@@ -77,7 +77,7 @@ fn Parameters() -> impl IntoView {
         let m = member();
         let existing = names.get_untracked();
         let name = (1..).map(|n| format!("param{n}")).find(|c| !existing.contains(c)).unwrap_or_default();
-        let value = if m == "parameters" { Value::String(String::new()) } else { Value::String(String::new()) };
+        let value = Value::String(String::new());
         ed.set(&format!("/{m}/{}", jp::tok(&name)), Some(value));
     };
     view! {
