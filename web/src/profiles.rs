@@ -58,6 +58,34 @@ fn entry(p: Profiles, selector: &str) -> Option<Value> {
     p.collection.with_untracked(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == selector).cloned())
 }
 
+/// How the status line names a profile: the bare id in the project, `global:id` otherwise
+/// (web-editor spec §3.3: "Created/Saved <label>", keeping `global:`).
+fn label(scope: &str, id: &str) -> String {
+    if scope == "global" { format!("global:{id}") } else { id.to_string() }
+}
+
+/// The Preset choices for a profile of `scope`, as `(stored value, selector, scope)`: a
+/// same-scope stack by its bare id, a global one from a project profile as `global:x`. A global
+/// profile may only use global stacks.
+fn stack_choices(collection: &Value, scope: &str) -> Vec<(String, String, String)> {
+    arr(collection, "promptStacks")
+        .iter()
+        .filter(|st| scope == "project" || s(st, "scope") == "global")
+        .map(|st| {
+            let value = if s(st, "scope") == scope { s(st, "id") } else { s(st, "selector") };
+            (value, s(st, "selector"), s(st, "scope"))
+        })
+        .collect()
+}
+
+/// The scope of the profile being edited (the selector's, or the create scope).
+fn editing_scope(p: Profiles) -> String {
+    match p.editing.with(|e| e.as_ref().and_then(|e| e.selector.clone())) {
+        Some(sel) => sel.split_once(':').map_or("project", |(scope, _)| scope).to_string(),
+        None => p.scope.get(),
+    }
+}
+
 fn dirty(p: Profiles) -> bool {
     p.editing.with(|e| e.as_ref().is_some_and(|e| p.draft.with(|d| *d != e.saved)))
 }
@@ -84,19 +112,23 @@ pub fn ProfilesSurface() -> impl IntoView {
         refresh(app, p);
     });
     // An external change to the profile being edited: reload a clean form, keep a dirty one.
+    // Only the event is tracked: tracking the form too would rerun this on every keystroke
+    // (re-raising a dismissed banner) and on every reload it starts (an endless refetch loop).
     Effect::new(move |_| {
         let Some((key, _rev, origin)) = app.profile_change.get() else { return };
         if origin == "self" {
             return;
         }
-        let editing = p.editing.get_untracked();
-        if let Some(e) = editing.filter(|e| e.selector.as_deref() == Some(key.as_str())) {
-            if dirty(p) {
-                p.disk_changed.set(true);
-            } else {
-                start_edit(p, e.selector.unwrap_or_default());
+        untrack(move || {
+            let editing = p.editing.get();
+            if let Some(e) = editing.filter(|e| e.selector.as_deref() == Some(key.as_str())) {
+                if dirty(p) {
+                    p.disk_changed.set(true);
+                } else {
+                    start_edit(p, e.selector.unwrap_or_default());
+                }
             }
-        }
+        });
     });
     Effect::new(move |_| app.profile_dirty.set(dirty(p)));
     app.profile_save.set(Some(Callback::new(move |_| save(app, p, None))));
@@ -279,7 +311,8 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
     let name = jp::get_str(&entry, "/profile/name");
     let description = jp::get_str(&entry, "/profile/description");
     let revision = s(&entry, "revision");
-    let id = s(&entry, "id");
+    let id = label(&s(&entry, "scope"), &s(&entry, "id"));
+    let path = s(&entry, "path");
     let sel_edit = selector.clone();
     let sel_del = selector.clone();
     let delete = move |_| {
@@ -288,7 +321,7 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
         let id = id.clone();
         app.dialog.set(Some(Dialog::Confirm {
             title: format!("Delete {sel}?"),
-            body: "This deletes the profile file from disk. It cannot be undone.".into(),
+            body: format!("This deletes {path} from disk. It cannot be undone."),
             confirm: "Delete".into(),
             danger: true,
             on_confirm: Callback::new(move |_| {
@@ -362,7 +395,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
         return;
     }
     let draft = p.draft.get_untracked();
-    let id = jp::get_str(&draft, "/id");
+    let id = label(&untrack(|| editing_scope(p)), &jp::get_str(&draft, "/id"));
     spawn_local(async move {
         let result = match &editing.selector {
             Some(sel) => {
@@ -420,8 +453,18 @@ fn ProfileEditor() -> impl IntoView {
                 Ok(v) => {
                     let valid = b(&v, "valid");
                     let ready = valid && v.pointer("/preview/applicable").and_then(Value::as_bool).unwrap_or(false);
-                    let text = if ready { "Valid and ready to apply" } else if valid { "Valid, but it cannot be applied yet" } else { "Not valid" };
-                    p.validation.set(Some((text.into(), arr(&v, "diagnostics").to_vec(), ready)));
+                    let (errors, warnings) = (n(&v, "errors"), n(&v, "warnings"));
+                    let plural = |k: u64| if k == 1 { "" } else { "s" };
+                    let text = if errors > 0 || !valid {
+                        format!("{errors} validation error{}", plural(errors))
+                    } else if warnings > 0 {
+                        format!("Valid with {warnings} warning{}", plural(warnings))
+                    } else if ready {
+                        "Valid and ready to apply".into()
+                    } else {
+                        "Valid, but it cannot be applied yet".into()
+                    };
+                    p.validation.set(Some((text, arr(&v, "diagnostics").to_vec(), ready)));
                 }
                 Err(e) => app.fail(&e),
             }
@@ -448,9 +491,9 @@ fn ProfileEditor() -> impl IntoView {
         let id = get("/id");
         is_new().then(|| id_problem_profiles(p.collection, &id, &p.scope.get())).flatten()
     };
-    let stacks = move || {
-        p.collection.with(|c| arr(c, "promptStacks").iter().map(|st| (s(st, "selector"), s(st, "id"), s(st, "scope"))).collect::<Vec<_>>())
-    };
+    // The choices as the file stores them: a same-scope stack by its bare id, a global one from
+    // a project profile as `global:x`. A global profile may only use global stacks.
+    let stacks = move || p.collection.with(|c| stack_choices(c, &editing_scope(p)));
     let models = move || {
         p.collection.with(|c| arr(c, "models").iter().map(|m| (s(m, "provider"), s(m, "id"))).collect::<Vec<_>>())
     };
@@ -505,10 +548,10 @@ fn ProfileEditor() -> impl IntoView {
                         prop:value=move || p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string())
                         on:change=move |e| { let v = event_target_value(&e); set("/promptStack", Some(if v.is_empty() { Value::Null } else { Value::String(v) })); }>
                         <option value="">"(none: no Preset)"</option>
-                        {move || stacks().into_iter().map(|(sel, _id, _scope)| view! { <option value=sel.clone()>{sel.clone()}</option> }).collect_view()}
+                        {move || stacks().into_iter().map(|(value, sel, _scope)| view! { <option value=value>{sel}</option> }).collect_view()}
                         {move || {
                             let cur = p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string());
-                            let listed = stacks().iter().any(|(sel, _, _)| *sel == cur);
+                            let listed = stacks().iter().any(|(value, _, _)| *value == cur);
                             (!cur.is_empty() && !listed).then(|| view! { <option value=cur.clone()>{format!("{cur} (not found)")}</option> })
                         }}
                     </select>
@@ -516,7 +559,14 @@ fn ProfileEditor() -> impl IntoView {
                 <Show when=is_new>
                     <label class="field">
                         <span class="label">"Scope"</span>
-                        <select name="profile-scope" prop:value=move || p.scope.get() on:change=move |e| p.scope.set(event_target_value(&e))>
+                        <select name="profile-scope" prop:value=move || p.scope.get() on:change=move |e| {
+                            let scope = event_target_value(&e);
+                            // A Preset the new scope cannot use is cleared, not kept dangling.
+                            let cur = p.draft.with_untracked(|d| d.get("promptStack").and_then(Value::as_str).map(str::to_string));
+                            let usable = cur.as_ref().is_none_or(|cur| p.collection.with_untracked(|c| stack_choices(c, &scope)).iter().any(|(v, _, _)| v == cur));
+                            if !usable { set("/promptStack", Some(Value::Null)); }
+                            p.scope.set(scope);
+                        }>
                             <option value="project">"Project"</option>
                             <option value="global">"Global"</option>
                         </select>
