@@ -611,6 +611,17 @@ fn ci(ctx: &Ctx) -> Result {
             )
         })
     })?;
+    // The browser builds forge-core without its `regex` feature (see docs/architecture.md).
+    stage("core unit tests without regex (browser build)", &mut || {
+        run(ctx.cargo().args([
+            "test",
+            "-q",
+            "-p",
+            "forge-core",
+            "--no-default-features",
+            "--lib",
+        ]))
+    })?;
     stage("dist", &mut || dist(ctx).map(drop))?;
     let nextest = ctx
         .cargo()

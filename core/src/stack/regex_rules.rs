@@ -249,3 +249,48 @@ static PATTERN_CHECKER: std::sync::OnceLock<PatternChecker> = std::sync::OnceLoc
 pub fn set_pattern_checker(check: PatternChecker) {
     let _ = PATTERN_CHECKER.set(check);
 }
+
+#[cfg(test)]
+mod check_pattern_tests {
+    use super::*;
+
+    #[cfg(feature = "regex")]
+    #[test]
+    fn regress_checks_patterns() {
+        assert_eq!(check_pattern("a+b", "gi"), Ok(()));
+        let reason = check_pattern("(", "").expect_err("an open group does not compile");
+        assert!(!reason.is_empty());
+    }
+
+    /// The browser build: without a checker every pattern passes; with one, its reason ends up
+    /// in the stack diagnostic exactly as regress's would.
+    #[cfg(not(feature = "regex"))]
+    #[test]
+    fn without_regress_the_installed_checker_decides() {
+        use crate::stack::{parse_stack_value, ParseOptions};
+        let stack = serde_json::json!({
+            "schemaVersion": 2, "id": "s", "items": [],
+            "regex": { "rules": [{ "id": "r", "stage": "history", "pattern": "(" }] }
+        });
+        set_pattern_checker(|pattern, _flags| {
+            if pattern == "(" {
+                Err("Unterminated group".to_string())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(check_pattern("a+", "g"), Ok(()));
+        let parsed = parse_stack_value(stack, &ParseOptions::new("s.json"));
+        let messages: Vec<&str> = parsed
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert!(
+            messages.contains(
+                &"Regex rule r pattern failed to compile: Invalid regular expression: /(/: Unterminated group"
+            ),
+            "{messages:?}"
+        );
+    }
+}
