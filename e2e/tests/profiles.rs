@@ -185,7 +185,7 @@ async fn deleting_the_stack_fails_the_profile_preflight_live() {
             .text(".profile-detail .target-card")
             .await
             .as_deref(),
-        Some("test/current · low · none")
+        Some("test/current · low · default (not found)")
     );
     assert!(!browser.enabled(".profile-detail button.apply").await);
     assert_eq!(

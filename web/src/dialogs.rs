@@ -299,8 +299,18 @@ fn ImportDialog() -> impl IntoView {
         spawn_local(async move {
             match JsFuture::from(file.text()).await {
                 Ok(text) => {
-                    content.set(text.as_string().unwrap_or_default());
-                    dry_run();
+                    let text = text.as_string().unwrap_or_default();
+                    // A SillyTavern preset with several characters: ask first, so the
+                    // server's dry run is not a 400 on the normal path.
+                    let ids = character_ids(&text);
+                    content.set(text);
+                    if ids.len() > 1 {
+                        character.set(ids.first().cloned());
+                        error.set(None);
+                        step.set(Step::Character(ids));
+                    } else {
+                        dry_run();
+                    }
                 }
                 Err(_) => error.set(Some("The file could not be read.".into())),
             }
@@ -435,6 +445,26 @@ fn review(
             </div>
         </div>
     }
+}
+
+/// The distinct `prompt_order[].character_id`s of a SillyTavern preset's text, in file order
+/// (numbers written as JSON writes them); empty for anything else.
+fn character_ids(text: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = Vec::new();
+    for entry in arr(&v, "prompt_order") {
+        let id = match entry.get("character_id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(n @ Value::Number(_)) => n.to_string(),
+            _ => continue,
+        };
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }
 
 /// Why a new profile cannot use `id` in `scope`, if it cannot.

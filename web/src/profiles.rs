@@ -40,6 +40,11 @@ fn refresh(app: App, p: Profiles) {
     spawn_local(async move {
         match api::get("/api/profiles").await {
             Ok(v) => {
+                let first_load = !p.loaded.get_untracked();
+                if first_load {
+                    let n = arr(&v, "profiles").len();
+                    app.say(format!("{n} profile{}", if n == 1 { "" } else { "s" }), Tone::Info);
+                }
                 p.collection.set(v);
                 p.loaded.set(true);
                 let sel = p.selected.get_untracked();
@@ -52,6 +57,11 @@ fn refresh(app: App, p: Profiles) {
             Err(e) => app.fail(&e),
         }
     });
+}
+
+/// The `promptStack` the profile file names (`None` for none).
+fn entry_profile_stack(entry: &Value) -> Option<String> {
+    entry.pointer("/profile/promptStack").and_then(Value::as_str).map(str::to_string)
 }
 
 fn entry(p: Profiles, selector: &str) -> Option<Value> {
@@ -303,8 +313,15 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
     let current = preview.get("current").cloned().unwrap_or(Value::Null);
     let model_text = |v: &Value| v.get("model").filter(|m| m.is_object()).map(|m| format!("{}/{}", s(m, "provider"), s(m, "id"))).unwrap_or_else(|| "—".into());
     let stack_text = |v: &Value| opt_s(v, "promptStack").unwrap_or_else(|| "none".into());
+    // An unresolved reference is shown as written, so the user sees what to fix.
+    let wanted = entry_profile_stack(&entry);
+    let target_stack = match (opt_s(&target, "promptStack"), wanted) {
+        (Some(resolved), _) => resolved,
+        (None, Some(written)) => format!("{written} (not found)"),
+        (None, None) => "none".into(),
+    };
     let thinking_text = |v: &Value| opt_s(v, "thinkingLevel").unwrap_or_else(|| "—".into());
-    let card = format!("{} · {} · {}", model_text(&target), thinking_text(&target), stack_text(&target));
+    let card = format!("{} · {} · {}", model_text(&target), thinking_text(&target), target_stack);
     let diagnostics = arr(&entry, "diagnostics").to_vec();
     let preview_diags: Vec<Value> = arr(&preview, "diagnostics").iter().filter(|d| !diagnostics.contains(d)).cloned().collect();
     let tools: Vec<String> = arr(&target, "effectiveTools").iter().filter_map(Value::as_str).map(str::to_string).collect();
@@ -367,7 +384,7 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
                 <tbody>
                     <tr><th>"Model"</th><td>{model_text(&current)}</td><td>{model_text(&target)}</td></tr>
                     <tr><th>"Thinking"</th><td>{thinking_text(&current)}</td><td>{thinking_text(&target)}</td></tr>
-                    <tr><th>"Preset"</th><td>{stack_text(&current)}</td><td>{stack_text(&target)}</td></tr>
+                    <tr><th>"Preset"</th><td>{stack_text(&current)}</td><td>{target_stack.clone()}</td></tr>
                 </tbody>
             </table>
             <section class="card">
