@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::json;
 
-use crate::api::{self, arr, seg, s};
+use crate::api::{self, arr, s, seg};
 use crate::items::ItemsTab;
 use crate::jp;
 use crate::policy::PolicyTab;
@@ -19,8 +19,11 @@ use crate::state::{self, app, level_class, Dialog, Tab, Tone};
 pub fn StackWorkspace() -> impl IntoView {
     let app = app();
     let ed = app.editor;
+    // Opening another Preset remounts the editor; a save or reload of the open one keeps it
+    // (and the focus, the menu and the diagnostics panel state with it).
+    let open = Memo::new(move |_| ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone())));
     move || {
-        if ed.loaded.with(Option::is_none) {
+        if open.with(Option::is_none) {
             let empty = app.stacks_loaded.get() && app.stacks.with(Vec::is_empty);
             return view! {
                 <div class="empty-state">
@@ -47,7 +50,10 @@ fn Editor() -> impl IntoView {
     let ed = app.editor;
     let dock = expect_context::<Dock>();
     let loaded = move || ed.loaded.get();
-    let selector = move || ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()).unwrap_or_default());
+    let selector = move || {
+        ed.loaded
+            .with(|l| l.as_ref().map(|l| l.selector.clone()).unwrap_or_default())
+    };
     let is_active = move || {
         let sel = selector();
         app.active_id.with(|a| a.as_deref() == Some(sel.as_str()))
@@ -62,7 +68,11 @@ fn Editor() -> impl IntoView {
             }
         })
     };
-    let unparsable = move || ed.loaded.with(|l| l.as_ref().is_some_and(|l| l.saved.is_null()));
+    let unparsable = Memo::new(move |_| {
+        ed.loaded
+            .with(|l| l.as_ref().is_some_and(|l| l.saved.is_null()))
+    });
+    let revision = Memo::new(move |_| ed.loaded.with(|l| l.as_ref().map(|l| l.revision.clone())));
 
     let validate = move |_| {
         let sel = selector();
@@ -70,10 +80,20 @@ fn Editor() -> impl IntoView {
         spawn_local(async move {
             match api::post(&format!("/api/stacks/{}/validate", seg(&sel)), &body).await {
                 Ok(v) => {
-                    let errors = arr(&v, "diagnostics").iter().filter(|d| s(d, "level") == "error").count();
-                    let warnings = arr(&v, "diagnostics").iter().filter(|d| s(d, "level") == "warning").count();
+                    let errors = arr(&v, "diagnostics")
+                        .iter()
+                        .filter(|d| s(d, "level") == "error")
+                        .count();
+                    let warnings = arr(&v, "diagnostics")
+                        .iter()
+                        .filter(|d| s(d, "level") == "warning")
+                        .count();
                     app.say(
-                        format!("Validation complete: {errors} error{}, {warnings} warning{}", plural(errors), plural(warnings)),
+                        format!(
+                            "Validation complete: {errors} error{}, {warnings} warning{}",
+                            plural(errors),
+                            plural(warnings)
+                        ),
                         if errors > 0 { Tone::Error } else { Tone::Ok },
                     );
                 }
@@ -82,17 +102,27 @@ fn Editor() -> impl IntoView {
         });
     };
     let export_href = move || format!("/api/stacks/{}/export", seg(&selector()));
-    let export_name = move || format!("{}.json", ed.loaded.with(|l| l.as_ref().map(|l| l.id.clone()).unwrap_or_default()));
+    let export_name = move || {
+        format!(
+            "{}.json",
+            ed.loaded
+                .with(|l| l.as_ref().map(|l| l.id.clone()).unwrap_or_default())
+        )
+    };
     let more_open = RwSignal::new(false);
     let delete = move |_| {
         more_open.set(false);
-        let Some(l) = ed.loaded.get_untracked() else { return };
+        let Some(l) = ed.loaded.get_untracked() else {
+            return;
+        };
         app.dialog.set(Some(Dialog::Confirm {
             title: format!("Delete {}?", l.id),
             body: format!("This deletes {} from disk. It cannot be undone.", l.path),
             confirm: "Delete".into(),
             danger: true,
-            on_confirm: Callback::new(move |_| delete_stack(l.clone())),
+            // This handler runs under the menu's owner, which closing the menu disposes; the
+            // callback must live until the dialog answers.
+            on_confirm: under_root(|| Callback::new(move |_| delete_stack(app, l.clone()))),
         }));
     };
 
@@ -108,7 +138,7 @@ fn Editor() -> impl IntoView {
                 <div class="actions" role="toolbar" aria-label="Preset actions">
                     <button class="primary save" disabled=move || !ed.can_save()
                         title="Save (Ctrl+S)" on:click=move |_| state::save_stack(app, None)>"Save"</button>
-                    <button class="validate" on:click=validate disabled=unparsable>"Validate"</button>
+                    <button class="validate" on:click=validate disabled=move || unparsable.get()>"Validate"</button>
                     <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
                         on:click=move |_| dock.toggle()>"Preview"</button>
                     <button class="activate" disabled=move || { is_active() || ed.errors.get() > 0 }
@@ -131,7 +161,7 @@ fn Editor() -> impl IntoView {
             </div>
             <DiskBanner/>
             <ConflictView/>
-            {move || unparsable().then(|| view! {
+            {move || unparsable.get().then(|| view! {
                 <div class="banner error" role="alert">
                     "This file is not valid JSON. Open the JSON tab to repair it."
                 </div>
@@ -148,13 +178,17 @@ fn Editor() -> impl IntoView {
             </nav>
             <div class="tab-body">
                 {move || {
-                    let tab = if unparsable() { Tab::Json } else { ed.tab.get() };
+                    let tab = if unparsable.get() { Tab::Json } else { ed.tab.get() };
                     match tab {
                         Tab::Items => view! { <ItemsTab/> }.into_any(),
                         Tab::Stack => view! { <StackTab/> }.into_any(),
                         Tab::Regex => view! { <RegexTab/> }.into_any(),
                         Tab::Policy => view! { <PolicyTab/> }.into_any(),
-                        Tab::Json => view! { <JsonTab/> }.into_any(),
+                        Tab::Json => {
+                            // The JSON text is a copy: a new revision (save, reload) refreshes it.
+                            revision.track();
+                            view! { <JsonTab/> }.into_any()
+                        }
                     }
                 }}
             </div>
@@ -165,11 +199,26 @@ fn Editor() -> impl IntoView {
 }
 
 pub fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
-fn delete_stack(l: state::Loaded) {
-    let app = app();
+/// Runs `f` under the app's root owner, so what it creates outlives the current view.
+fn under_root<T>(f: impl FnOnce() -> T) -> T {
+    let mut owner = Owner::current();
+    while let Some(parent) = owner.as_ref().and_then(Owner::parent) {
+        owner = Some(parent);
+    }
+    match owner {
+        Some(root) => root.with(f),
+        None => f(),
+    }
+}
+
+fn delete_stack(app: state::App, l: state::Loaded) {
     spawn_local(async move {
         let path = format!("/api/stacks/{}", seg(&l.selector));
         match api::call(api::Method::Delete, &path, None, Some(&l.revision)).await {
@@ -179,7 +228,10 @@ fn delete_stack(l: state::Loaded) {
                 state::refresh_stacks(app);
             }
             Err(e) if e.is_stale() => app.say(
-                format!("Not deleted: {} changed on disk. Review the new version first.", l.id),
+                format!(
+                    "Not deleted: {} changed on disk. Review the new version first.",
+                    l.id
+                ),
                 Tone::Error,
             ),
             Err(e) => app.fail(&e),
@@ -258,7 +310,8 @@ fn DiagnosticsPanel() -> impl IntoView {
     let ed = app.editor;
     let user_open: RwSignal<Option<bool>> = RwSignal::new(None);
     let buffers = move || {
-        ed.buffers.with(|b| b.values().map(|(_, e)| e.clone()).collect::<Vec<_>>())
+        ed.buffers
+            .with(|b| b.values().map(|(_, e)| e.clone()).collect::<Vec<_>>())
     };
     let counts = move || {
         let (mut e, mut w, mut i) = (0, 0, 0);
@@ -283,14 +336,18 @@ fn DiagnosticsPanel() -> impl IntoView {
         if e + w + i == 0 {
             "No problems".to_string()
         } else {
-            format!("{e} error{} · {w} warning{} · {i} info", plural(e), plural(w))
+            format!(
+                "{e} error{} · {w} warning{} · {i} info",
+                plural(e),
+                plural(w)
+            )
         }
     };
     let jump = move |item_id: Option<String>| {
         let Some(id) = item_id else { return };
-        let index = ed.draft.with_untracked(|d| {
-            arr(d, "items").iter().position(|it| s(it, "id") == id)
-        });
+        let index = ed
+            .draft
+            .with_untracked(|d| arr(d, "items").iter().position(|it| s(it, "id") == id));
         if let Some(i) = index {
             ed.tab.set(Tab::Items);
             ed.item.set(Some(i));

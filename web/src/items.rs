@@ -12,7 +12,11 @@ use crate::shell::focus_later;
 use crate::state::{app, StackEditor};
 use crate::widgets::{json_field, select_field, text_area, text_field};
 
-const ROLES: [(&str, &str); 3] = [("system", "system"), ("user", "user"), ("assistant", "assistant")];
+const ROLES: [(&str, &str); 3] = [
+    ("system", "system"),
+    ("user", "user"),
+    ("assistant", "assistant"),
+];
 
 fn item_count(ed: StackEditor) -> usize {
     ed.draft.with(|d| arr(d, "items").len())
@@ -32,13 +36,19 @@ pub fn move_item(ed: StackEditor, from: usize, to: usize) {
     });
     // Unparsed option text follows its item.
     ed.buffers.update(|b| {
-        let moved: Vec<_> = b.keys().filter(|k| k.starts_with("item:")).cloned().collect();
+        let moved: Vec<_> = b
+            .keys()
+            .filter(|k| k.starts_with("item:"))
+            .cloned()
+            .collect();
         let mut re = Vec::new();
         for k in moved {
             let v = b.remove(&k).unwrap_or_default();
             let mut parts = k.splitn(3, ':');
             let (_, idx, rest) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
-            let Some(i) = idx.and_then(|i| i.parse::<usize>().ok()) else { continue };
+            let Some(i) = idx.and_then(|i| i.parse::<usize>().ok()) else {
+                continue;
+            };
             let j = if i == from {
                 to
             } else if from < to && i > from && i <= to {
@@ -56,15 +66,25 @@ pub fn move_item(ed: StackEditor, from: usize, to: usize) {
 }
 
 fn add_item(ed: StackEditor, kind: &str) {
-    let ids: Vec<String> = ed.draft.with_untracked(|d| arr(d, "items").iter().map(|i| s(i, "id")).collect());
+    let ids: Vec<String> = ed
+        .draft
+        .with_untracked(|d| arr(d, "items").iter().map(|i| s(i, "id")).collect());
     let base = if kind == "slot" { "slot" } else { "block" };
-    let id = (1..).map(|n| format!("{base}-{n}")).find(|c| !ids.contains(c)).unwrap_or_default();
+    let id = (1..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|c| !ids.contains(c))
+        .unwrap_or_default();
     let item = if kind == "slot" {
         json!({ "kind": "slot", "id": id, "slot": "chat-history" })
     } else {
         json!({ "kind": "block", "id": id, "role": "system", "content": "" })
     };
-    let at = ed.item.get_untracked().map(|i| i + 1).unwrap_or(ids.len()).min(ids.len());
+    let at = ed
+        .item
+        .get_untracked()
+        .map(|i| i + 1)
+        .unwrap_or(ids.len())
+        .min(ids.len());
     ed.draft.update(|d| {
         if let Some(items) = jp::array_mut(d, "/items") {
             items.insert(at, item);
@@ -114,11 +134,21 @@ fn ItemRow(
     count: Memo<usize>,
 ) -> impl IntoView {
     let ed = app().editor;
-    let field = move |key: &'static str| ed.draft.with(|d| jp::get_str(d, &format!("/items/{i}/{key}")));
-    let enabled = move || ed.draft.with(|d| jp::get_bool(d, &format!("/items/{i}/enabled")) != Some(false));
+    let field = move |key: &'static str| {
+        ed.draft
+            .with(|d| jp::get_str(d, &format!("/items/{i}/{key}")))
+    };
+    let enabled = move || {
+        ed.draft
+            .with(|d| jp::get_bool(d, &format!("/items/{i}/enabled")) != Some(false))
+    };
     let label = move || {
         let name = field("name");
-        if name.trim().is_empty() { field("id") } else { name }
+        if name.trim().is_empty() {
+            field("id")
+        } else {
+            name
+        }
     };
     let meta = move || {
         let kind = field("kind");
@@ -126,7 +156,14 @@ fn ItemRow(
             format!("slot · {}", field("slot"))
         } else {
             let role = field("role");
-            format!("block · {}", if role.is_empty() { "system".into() } else { role })
+            format!(
+                "block · {}",
+                if role.is_empty() {
+                    "system".into()
+                } else {
+                    role
+                }
+            )
         }
     };
     let selected = move || ed.item.get() == Some(i);
@@ -199,7 +236,13 @@ fn ItemRow(
 fn ItemEditor(i: usize) -> impl IntoView {
     let ed = app().editor;
     let base = format!("/items/{i}");
-    let kind = move || ed.draft.with(|d| jp::get_str(d, &format!("/items/{i}/kind")));
+    // A memo: the editor below is rebuilt only when the kind changes, not on every edit (which
+    // would reset the slot editor's Form/JSON choice).
+    let kind = Memo::new(move |_| {
+        ed.draft
+            .with(|d| jp::get_str(d, &format!("/items/{i}/kind")))
+    });
+    let kind = move || kind.get();
     let remove = move |_| {
         ed.draft.update(|d| {
             if let Some(items) = jp::array_mut(d, "/items") {
@@ -242,8 +285,13 @@ fn ItemEditor(i: usize) -> impl IntoView {
 fn SlotEditor(i: usize) -> impl IntoView {
     let ed = app().editor;
     let json_view = RwSignal::new(false);
-    let slot = move || ed.draft.with(|d| jp::get_str(d, &format!("/items/{i}/slot")));
-    let choices: Vec<(&'static str, &'static str)> = SLOT_SCHEMAS.iter().map(|s| (s.slot, s.label)).collect();
+    let slot = move || {
+        ed.draft
+            .with(|d| jp::get_str(d, &format!("/items/{i}/slot")))
+    };
+    let slot_now = Memo::new(move |_| slot());
+    let choices: Vec<(&'static str, &'static str)> =
+        SLOT_SCHEMAS.iter().map(|s| (s.slot, s.label)).collect();
     let key = format!("item:{i}:options");
     let has_buffer = {
         let key = key.clone();
@@ -267,7 +315,13 @@ fn SlotEditor(i: usize) -> impl IntoView {
             {move || if json_view.get() || has_buffer() {
                 json_field(ed, key.clone(), format!("/items/{i}/options"), "slot-options-json", 8, true).into_any()
             } else {
-                view! { <OptionsForm i/> }.into_any()
+                // Keyed by the slot: choosing another slot builds that slot's form.
+                view! {
+                    <For each=move || [slot_now.get()] key=|slot| slot.clone() let:_slot>
+                        <OptionsForm i/>
+                    </For>
+                }
+                .into_any()
             }}
         </div>
     }
@@ -277,7 +331,9 @@ fn SlotEditor(i: usize) -> impl IntoView {
 #[component]
 fn OptionsForm(i: usize) -> impl IntoView {
     let ed = app().editor;
-    let slot = ed.draft.with_untracked(|d| jp::get_str(d, &format!("/items/{i}/slot")));
+    let slot = ed
+        .draft
+        .with_untracked(|d| jp::get_str(d, &format!("/items/{i}/slot")));
     let Some(schema) = slot_schema(&slot) else {
         return view! { <p class="muted">"This slot is not built in; edit its options as JSON."</p> }.into_any();
     };
@@ -317,7 +373,7 @@ fn OptionsForm(i: usize) -> impl IntoView {
                             prop:value=move || ed.draft.with(|d| jp::get(d, &read).map(|v| v.to_string()).unwrap_or_default())
                             on:input=move |e| {
                                 let t = event_target_value(&e);
-                                let v = t.trim().parse::<i64>().ok().map(|n| Value::from(n));
+                                let v = t.trim().parse::<i64>().ok().map(Value::from);
                                 if t.trim().is_empty() || v.is_some() { ed.set(&path, v); }
                             }/>
                     </label>

@@ -16,8 +16,11 @@ pub fn StackTab() -> impl IntoView {
     let ed = app.editor;
     let id = move || ed.draft.with(|d| jp::get_str(d, "/id"));
     let version = move || {
-        ed.draft
-            .with(|d| jp::get(d, "/schemaVersion").and_then(Value::as_u64).unwrap_or(1))
+        ed.draft.with(|d| {
+            jp::get(d, "/schemaVersion")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+        })
     };
     view! {
         <div class="stack-tab">
@@ -58,11 +61,14 @@ pub fn StackTab() -> impl IntoView {
 #[component]
 fn Parameters() -> impl IntoView {
     let ed = app().editor;
-    let v2 = move || {
+    // A memo: the rows are rebuilt when the member or the names change, not on every edit.
+    let v2 = Memo::new(move |_| {
         ed.draft.with(|d| {
-            jp::get(d, "/schemaVersion").and_then(Value::as_u64) == Some(2) || jp::get(d, "/parameters").is_some()
+            jp::get(d, "/schemaVersion").and_then(Value::as_u64) == Some(2)
+                || jp::get(d, "/parameters").is_some()
         })
-    };
+    });
+    let v2 = move || v2.get();
     let member = move || if v2() { "parameters" } else { "variables" };
     let names = Memo::new(move |_| {
         let m = member();
@@ -76,7 +82,10 @@ fn Parameters() -> impl IntoView {
     let add = move |_| {
         let m = member();
         let existing = names.get_untracked();
-        let name = (1..).map(|n| format!("param{n}")).find(|c| !existing.contains(c)).unwrap_or_default();
+        let name = (1..)
+            .map(|n| format!("param{n}"))
+            .find(|c| !existing.contains(c))
+            .unwrap_or_default();
         let value = Value::String(String::new());
         ed.set(&format!("/{m}/{}", jp::tok(&name)), Some(value));
     };
@@ -134,7 +143,10 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
     };
     let name_error = {
         let name_key = name_key.clone();
-        move || ed.buffers.with(|b| b.get(&name_key).map(|(_, e)| e.clone()))
+        move || {
+            ed.buffers
+                .with(|b| b.get(&name_key).map(|(_, e)| e.clone()))
+        }
     };
     let check = {
         let name_key = name_key.clone();
@@ -142,10 +154,20 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
             let others: Vec<String> = ed.draft.with_untracked(|d| {
                 jp::get(d, &format!("/{member}"))
                     .and_then(Value::as_object)
-                    .map(|o| o.keys().enumerate().filter(|(i, _)| *i != idx).map(|(_, k)| k.clone()).collect())
+                    .map(|o| {
+                        o.keys()
+                            .enumerate()
+                            .filter(|(i, _)| *i != idx)
+                            .map(|(_, k)| k.clone())
+                            .collect()
+                    })
                     .unwrap_or_default()
             });
-            let label = if member == "parameters" { "parameter" } else { "variable" };
+            let label = if member == "parameters" {
+                "parameter"
+            } else {
+                "variable"
+            };
             let error = if typed.trim().is_empty() {
                 Some(format!("A {label} needs a name."))
             } else if others.iter().any(|o| o == typed) {
@@ -211,11 +233,22 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
 pub fn JsonTab() -> impl IntoView {
     let app = app();
     let ed = app.editor;
-    let text = RwSignal::new(ed.draft.with_untracked(|d| if d.is_null() { String::new() } else { jp::pretty(d) }));
+    let text = RwSignal::new(ed.draft.with_untracked(|d| {
+        if d.is_null() {
+            String::new()
+        } else {
+            jp::pretty(d)
+        }
+    }));
     let error: RwSignal<Option<String>> = RwSignal::new(None);
-    let broken = ed.loaded.with_untracked(|l| l.as_ref().is_some_and(|l| l.saved.is_null()));
+    let broken = ed
+        .loaded
+        .with_untracked(|l| l.as_ref().is_some_and(|l| l.saved.is_null()));
     if broken {
-        if let Some(sel) = ed.loaded.with_untracked(|l| l.as_ref().map(|l| l.selector.clone())) {
+        if let Some(sel) = ed
+            .loaded
+            .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()))
+        {
             spawn_local(async move {
                 let url = format!("/api/stacks/{}/export", seg(&sel));
                 if let Ok(resp) = gloo_net::http::Request::get(&url).send().await {
@@ -243,9 +276,13 @@ pub fn JsonTab() -> impl IntoView {
             error.set(Some("Stack JSON needs an items array.".into()));
             return;
         }
-        let loaded_id = ed.loaded.with_untracked(|l| l.as_ref().map(|l| l.id.clone()).unwrap_or_default());
+        let loaded_id = ed
+            .loaded
+            .with_untracked(|l| l.as_ref().map(|l| l.id.clone()).unwrap_or_default());
         if !broken && jp::get_str(&parsed, "/id") != loaded_id {
-            error.set(Some(format!("The id must stay {loaded_id}; fork the Preset to change it.")));
+            error.set(Some(format!(
+                "The id must stay {loaded_id}; fork the Preset to change it."
+            )));
             return;
         }
         error.set(None);
@@ -270,4 +307,3 @@ pub fn JsonTab() -> impl IntoView {
         </div>
     }
 }
-
