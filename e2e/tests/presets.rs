@@ -1,0 +1,1459 @@
+//! Browser tests of the Preset (prompt stack) editor: the web-editor spec's §5 scenarios that
+//! apply to pi-forge (happy path, preview dock races, shell, empty state, diagnostics panel,
+//! slot options, tab drafts) plus live updates, typed parameters, keyboard and drag reordering
+//! and layout. One server and one headless browser per test; every wait polls.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use fantoccini::key::Key;
+use serde_json::{json, Value};
+use support::{http_get, Browser, Server, WAIT};
+
+const STACKS: &str = "project/.pi/forge/prompt-stacks";
+
+fn stack_path(id: &str) -> String {
+    format!("{STACKS}/{id}.json")
+}
+
+/// The on-disk format: pretty JSON (2 spaces) plus a newline.
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+/// A schema-2 stack with a system block and a chat-history slot (no diagnostics).
+fn stack(id: &str, name: &str, content: &str) -> Value {
+    json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": id,
+        "name": name,
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": content },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]
+    })
+}
+
+/// Starts a server with `stacks` in the project, opens the editor and waits for
+/// "Loaded <first>".
+async fn start(stacks: &[Value], first: &str) -> (Server, Browser) {
+    let files: Vec<(String, String)> = stacks
+        .iter()
+        .map(|s| (stack_path(s["id"].as_str().unwrap()), pretty(s)))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let server = Server::start_with(&refs, &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    wait_status(&browser, &format!("Loaded {first}")).await;
+    (server, browser)
+}
+
+/// Polls until `css`'s text is exactly `want`.
+async fn wait_eq(browser: &Browser, css: &str, want: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = browser.text(css).await;
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        if Instant::now() > deadline {
+            let errors = browser.page_errors().await;
+            panic!("waited {WAIT:?} for {css} to read {want:?}; it reads {got:?} (page errors: {errors:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn wait_status(browser: &Browser, want: &str) {
+    wait_eq(browser, ".topbar .status", want).await;
+}
+
+/// Polls until `count(css) == n`.
+async fn wait_count(browser: &Browser, css: &str, n: usize) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = browser.count(css).await;
+        if got == n {
+            return;
+        }
+        if Instant::now() > deadline {
+            let errors = browser.page_errors().await;
+            panic!("waited {WAIT:?} for {n} × {css}; there are {got} (page errors: {errors:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Polls the file until it parses to `want` (a write that is still in flight is waited for).
+async fn wait_file(server: &Server, rel: &str, want: &Value) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got: Option<Value> = std::fs::read_to_string(server.path(rel))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if got.as_ref() == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited {WAIT:?} for {rel} to hold\n{want:#}\nit holds\n{got:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Opens a section tab of the editor.
+async fn tab(browser: &Browser, label: &str) {
+    browser
+        .click(&format!("button.tab[data-tab='{label}']"))
+        .await;
+    browser
+        .wait_js(
+            "tab selected",
+            &format!(
+                "return document.querySelector(\"button.tab[data-tab='{label}']\").getAttribute('aria-selected');"
+            ),
+            json!("true"),
+        )
+        .await;
+}
+
+/// The text of every element matching `css`.
+async fn texts(browser: &Browser, css: &str) -> Vec<String> {
+    let v = browser
+        .js(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);",
+            vec![json!(css)],
+        )
+        .await;
+    serde_json::from_value(v).unwrap()
+}
+
+/// The computed `display` of the first element matching `css`.
+async fn display(browser: &Browser, css: &str) -> String {
+    let v = browser
+        .js(
+            "return getComputedStyle(document.querySelector(arguments[0])).display;",
+            vec![json!(css)],
+        )
+        .await;
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// Whether the first element matching `css` is rendered with a box.
+async fn visible(browser: &Browser, css: &str) -> bool {
+    browser
+        .js(
+            "const e = document.querySelector(arguments[0]); if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';",
+            vec![json!(css)],
+        )
+        .await
+        == json!(true)
+}
+
+/// Sends keys to the element matching `css` (real key events through WebDriver).
+async fn keys(browser: &Browser, css: &str, text: &str) {
+    browser.type_keys(css, text).await;
+}
+
+/// Item ids of the open draft's list, top to bottom (from the rows' titles).
+async fn item_titles(browser: &Browser) -> Vec<String> {
+    texts(browser, ".item-list .item-row .item-name").await
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Happy path
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn happy_path_rename_validate_policy_regex_save_export_import() {
+    let mut default = stack("default", "Default", "You are a careful assistant.");
+    default["autoActivate"] = json!(true);
+    let (server, browser) = start(std::slice::from_ref(&default), "default").await;
+    assert_eq!(
+        browser.text(".stack-title").await.as_deref(),
+        Some("Default")
+    );
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+
+    // Stack tab: the id is read-only; renaming makes the draft dirty.
+    tab(&browser, "Stack").await;
+    assert_eq!(browser.value("input[name=stack-id]").await, "default");
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('input[name=stack-id]').readOnly;",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+    browser
+        .fill("input[name=stack-name]", "Browser default")
+        .await;
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    assert_eq!(
+        browser.text(".stack-title").await.as_deref(),
+        Some("Browser default")
+    );
+
+    // Validate asks the server about the draft.
+    browser.click("button.validate").await;
+    wait_status(&browser, "Validation complete: 0 errors, 0 warnings").await;
+
+    // Policy: the skills disclaimer, and an allow list with a removable `read` chip.
+    tab(&browser, "Policy").await;
+    assert!(visible(&browser, "[data-policy=skills] .disclaimer").await);
+    assert_eq!(
+        browser.text("[data-policy=skills] .disclaimer").await.as_deref(),
+        Some("Skill filtering only decides which skills are listed in the prompt. It is not a sandbox: the model can still read a skill's file if it knows where it is.")
+    );
+    browser.click("[data-policy=tools] button.mode-allow").await;
+    wait_eq(
+        &browser,
+        "[data-policy=tools] button.mode-allow[aria-pressed=true]",
+        "Allow only",
+    )
+    .await;
+    keys(
+        &browser,
+        "input[name=tools-pattern]",
+        &("read".to_string() + &Key::Enter),
+    )
+    .await;
+    wait_count(&browser, "[data-policy=tools] .chip", 1).await;
+    assert_eq!(
+        texts(&browser, "[data-policy=tools] .chip .chip-text").await,
+        ["read"]
+    );
+    assert_eq!(browser.value("input[name=tools-pattern]").await, "");
+    // The chip's remove button removes it; the Add button adds it back.
+    browser
+        .click("[data-policy=tools] .chip[data-pattern=read] button.chip-remove[aria-label='Remove read']")
+        .await;
+    wait_count(&browser, "[data-policy=tools] .chip", 0).await;
+    browser.fill("input[name=tools-pattern]", "read").await;
+    browser
+        .click("[data-policy=tools] button.add-pattern-button")
+        .await;
+    wait_count(&browser, "[data-policy=tools] .chip[data-pattern=read]", 1).await;
+    assert_eq!(
+        browser
+            .count("[data-policy=tools] .chip[data-pattern=read] button.chip-remove")
+            .await,
+        1
+    );
+
+    // Regex: a new history rule Browser → Typed has no problems.
+    tab(&browser, "Regex").await;
+    browser.click("button.add-rule").await;
+    browser.wait_css(".rule[data-rule='0']").await;
+    assert_eq!(
+        texts(&browser, ".rule[data-rule='0'] .rule-problems li").await,
+        ["Regex rule rule-1 pattern must be a non-empty string."]
+    );
+    browser.fill("select[name=rule-stage]", "history").await;
+    browser.fill("input[name=rule-pattern]", "Browser").await;
+    browser.fill("input[name=rule-replace]", "Typed").await;
+    wait_count(&browser, ".rule .rule-problems", 0).await;
+    assert_eq!(browser.value("input[name=rule-id]").await, "rule-1");
+
+    // Save: clean, announced, and the file holds exactly the draft.
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved default").await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+    let mut want = default.clone();
+    want["name"] = json!("Browser default");
+    want["tools"] = json!({ "allow": ["read"] });
+    want["regex"] = json!({
+        "schemaVersion": 1,
+        "rules": [{ "id": "rule-1", "stage": "history", "pattern": "Browser", "replace": "Typed" }]
+    });
+    let saved = server.read_json(&stack_path("default"));
+    assert_eq!(saved, want);
+    assert_eq!(saved["tools"]["allow"], json!(["read"]));
+
+    // Export: a download link to the file's bytes.
+    browser.click("button.more-toggle").await;
+    browser.wait_css(".more .menu a.export").await;
+    assert_eq!(
+        browser
+            .js(
+                "const a = document.querySelector('a.export'); return [a.getAttribute('href'), a.getAttribute('download')];",
+                vec![]
+            )
+            .await,
+        json!(["/api/stacks/project%3Adefault/export", "default.json"])
+    );
+    let exported = browser
+        .js(
+            "return fetch(document.querySelector('a.export').href).then(r => r.text());",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        exported.as_str(),
+        Some(server.read(&stack_path("default")).as_str())
+    );
+
+    // Import a native stack file under a new id, without activating it.
+    let dir = tempfile::tempdir().unwrap();
+    let source = stack("browser-source", "Imported", "Imported text.");
+    let file = dir.path().join("browser-source.json");
+    std::fs::write(&file, pretty(&source)).unwrap();
+    browser.click(".more .menu button.import").await;
+    browser.wait_css(".modal input[name=import-file]").await;
+    keys(
+        &browser,
+        ".modal input[name=import-file]",
+        file.to_str().unwrap(),
+    )
+    .await;
+    browser.wait_css(".modal input[name=import-id]").await;
+    assert_eq!(
+        browser.text(".modal .import-summary").await.as_deref(),
+        Some("pi-forge Preset · 2 items · 0 errors · 0 warnings")
+    );
+    assert_eq!(
+        browser.value(".modal input[name=import-id]").await,
+        "browser-source"
+    );
+    browser
+        .fill(".modal input[name=import-id]", "imported-browser")
+        .await;
+    wait_eq(&browser, ".modal .review .field-note", "Available.").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.modal input[name=activate]').checked;",
+                vec![]
+            )
+            .await,
+        json!(false)
+    );
+    browser.click(".modal button.do-import").await;
+    wait_status(&browser, "Imported imported-browser").await;
+    wait_count(&browser, ".modal", 0).await;
+    let mut imported = source.clone();
+    imported["id"] = json!("imported-browser");
+    assert_eq!(server.read_json(&stack_path("imported-browser")), imported);
+    let (status, list) = server.api("GET", "/api/stacks", None, None);
+    assert_eq!(status, 200);
+    let row = list["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["selector"] == "project:imported-browser")
+        .expect("the imported stack is listed");
+    assert_eq!(row["active"], json!(false));
+    assert_eq!(list["activeId"], json!("project:default"));
+    // The imported Preset is open now.
+    wait_eq(&browser, ".stack-title", "Imported").await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Preview dock
+// ---------------------------------------------------------------------------------------------
+
+/// Ten lines; `fifth` replaces the fifth one.
+fn ten_lines(fifth: &str) -> String {
+    let mut lines: Vec<String> = [
+        "One", "Two", "Three", "Four", "", "Six", "Seven", "Eight", "Nine", "Ten",
+    ]
+    .iter()
+    .map(|w| format!("Line {}", w.to_lowercase()))
+    .collect();
+    lines[4] = fifth.to_string();
+    lines.join("\n")
+}
+
+/// Holds the response of the next draft preview request (`POST …/preview` with a `stack`
+/// body) for 1.5 s; `window.__hold.state` goes `armed` → `pending` → `done` (250 ms after the
+/// app received the late answer).
+const ARM_HOLD: &str = r#"
+window.__hold = { state: 'armed' };
+if (!window.__origFetch) {
+  window.__origFetch = window.fetch;
+  window.fetch = function (input, init) {
+    const orig = window.__origFetch;
+    const req = input instanceof Request ? input : new Request(input, init);
+    if (window.__hold.state !== 'armed' || req.method !== 'POST' || !req.url.endsWith('/preview')) {
+      return orig(req);
+    }
+    return req.clone().text().then((body) => {
+      if (window.__hold.state !== 'armed' || !body.includes('"stack"')) return orig(req);
+      window.__hold.state = 'pending';
+      return orig(req).then((resp) => new Promise((resolve) => setTimeout(() => {
+        resolve(resp);
+        setTimeout(() => { window.__hold.state = 'done'; }, 250);
+      }, 1500)));
+    });
+  };
+}
+return true;
+"#;
+
+/// Records every state of the dock (`<loading>|<first section's text>`) in `window.__dockLog`.
+const WATCH_DOCK: &str = r#"
+window.__dockLog = [];
+const snap = () => {
+  const l = document.querySelector('.dock .loading');
+  const c = document.querySelector('.dock .compiled .section-content');
+  const entry = (l ? l.textContent : '') + '|' + (c ? c.textContent : '');
+  const log = window.__dockLog;
+  if (log[log.length - 1] !== entry) log.push(entry);
+};
+new MutationObserver(snap).observe(document.body, { subtree: true, childList: true, characterData: true });
+return true;
+"#;
+
+async fn dock_log(browser: &Browser) -> Vec<String> {
+    serde_json::from_value(browser.js("return window.__dockLog;", vec![]).await).unwrap()
+}
+
+/// The unified diff's rows as cell texts.
+async fn diff_rows(browser: &Browser) -> Vec<Vec<String>> {
+    let v = browser
+        .js(
+            "return [...document.querySelectorAll('.dock .diff-block table.diff tbody tr')].map(tr => [...tr.children].map(td => td.textContent));",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(v).unwrap()
+}
+
+async fn wait_hold(browser: &Browser, state: &str) {
+    browser
+        .wait_js("held preview", "return window.__hold.state;", json!(state))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
+    let disk = ten_lines("Line five says hello");
+    let (_server, browser) = start(&[stack("notes", "Notes", &disk)], "notes").await;
+    browser.js(WATCH_DOCK, vec![]).await;
+
+    // The first draft preview (still the disk text) is held; an edit overtakes it.
+    browser.js(ARM_HOLD, vec![]).await;
+    browser.click("button.preview-toggle").await;
+    browser.wait_css(".dock").await;
+    wait_hold(&browser, "pending").await;
+    let first = ten_lines("Line five says goodbye");
+    browser.fill("textarea[name=item-content]", &first).await;
+    wait_eq(&browser, ".dock .compiled .section-content", &first).await;
+    wait_hold(&browser, "done").await;
+    assert_eq!(
+        browser.text(".dock .compiled .section-content").await,
+        Some(first.clone())
+    );
+    let log = dock_log(&browser).await;
+    assert!(
+        log.iter().all(|e| !e.contains("hello")),
+        "the disk text was shown: {log:?}"
+    );
+    assert!(
+        log.iter().any(|e| e.starts_with("Loading preview…|")),
+        "no loading state: {log:?}"
+    );
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some(format!("|{first}").as_str())
+    );
+
+    // Second round: the next edit's preview is held, a newer edit wins, the late answer is
+    // dropped.
+    browser
+        .js("window.__dockLog = []; return true;", vec![])
+        .await;
+    browser.js(ARM_HOLD, vec![]).await;
+    let stale = ten_lines("Line five says stale");
+    browser.fill("textarea[name=item-content]", &stale).await;
+    wait_hold(&browser, "pending").await;
+    let newest = ten_lines("Line five says farewell");
+    browser.fill("textarea[name=item-content]", &newest).await;
+    wait_eq(&browser, ".dock .compiled .section-content", &newest).await;
+    wait_hold(&browser, "done").await;
+    assert_eq!(
+        browser.text(".dock .compiled .section-content").await,
+        Some(newest.clone())
+    );
+    let log = dock_log(&browser).await;
+    assert_eq!(
+        log.first().map(String::as_str),
+        Some(format!("Loading preview…|{first}").as_str()),
+        "{log:?}"
+    );
+    assert!(
+        log.iter().all(|e| !e.contains("stale")),
+        "the stale answer was shown: {log:?}"
+    );
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some(format!("|{newest}").as_str())
+    );
+
+    // Draft diff: one modified block, unified with line numbers and word marks.
+    browser.click(".dock button.dock-diff").await;
+    wait_count(&browser, ".dock .diff-block.modified", 1).await;
+    assert_eq!(browser.count(".dock .diff-block").await, 1);
+    assert_eq!(browser.count(".dock .diff-block.same").await, 0);
+    assert_eq!(
+        browser
+            .text(".dock .diff-block .block-key")
+            .await
+            .as_deref(),
+        Some("system")
+    );
+    assert_eq!(
+        diff_rows(&browser).await,
+        [
+            ["3", "3", " ", "Line three"],
+            ["4", "4", " ", "Line four"],
+            ["5", "", "−", "Line five says hello"],
+            ["", "5", "+", "Line five says farewell"],
+            ["6", "6", " ", "Line six"],
+            ["7", "7", " ", "Line seven"],
+        ]
+        .map(|r| r.map(str::to_string).to_vec())
+        .to_vec()
+    );
+    assert_eq!(
+        texts(&browser, ".dock .diff-block table.diff mark").await,
+        ["hello", "farewell"]
+    );
+    // All lines: more rows than "Changes only".
+    browser.click(".dock input[name=changes-only]").await;
+    wait_count(&browser, ".dock .diff-block table.diff tbody tr", 11).await;
+    browser.click(".dock input[name=changes-only]").await;
+    wait_count(&browser, ".dock .diff-block table.diff tbody tr", 6).await;
+    // Split: Saved | Draft.
+    browser.click(".dock button.split").await;
+    browser.wait_css(".dock table.diff.split").await;
+    assert_eq!(
+        texts(&browser, ".dock table.diff.split thead th").await,
+        ["Saved", "Draft"]
+    );
+
+    // Focus hides the workspace; "Show editor" brings it back.
+    assert_eq!(display(&browser, "main.workspace").await, "block");
+    browser.click(".dock button.focus-toggle").await;
+    wait_eq(&browser, ".dock button.focus-toggle", "Show editor").await;
+    assert_eq!(display(&browser, "main.workspace").await, "none");
+    browser.click(".dock button.focus-toggle").await;
+    wait_eq(&browser, ".dock button.focus-toggle", "Focus").await;
+    assert_eq!(display(&browser, "main.workspace").await, "block");
+
+    // Saving keeps the dock open; the saved side catches up, so the diff is empty.
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved notes").await;
+    wait_eq(
+        &browser,
+        ".dock .no-changes",
+        "No changes: the draft compiles to the same prompt as the saved version.",
+    )
+    .await;
+    assert_eq!(browser.count(".dock .diff-block").await, 0);
+
+    // A phone: the dock replaces the workspace, nothing sticks out sideways.
+    browser.viewport(390, 844).await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    assert_eq!(display(&browser, "main.workspace").await, "none");
+    assert!(visible(&browser, ".dock").await);
+    assert!(visible(&browser, ".dock .no-changes").await);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Shell
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_security_layout_theme_guard_and_json_apply() {
+    let mut alpha = stack("alpha", "Alpha", "Alpha text.");
+    alpha["autoActivate"] = json!(true);
+    let beta = stack("beta", "Beta", "Beta text.");
+    let (server, browser) = start(&[alpha, beta.clone()], "alpha").await;
+
+    // Without the session cookie the page is refused.
+    let (status, _, _) = http_get(&server.base, "/", None);
+    assert_eq!(status, 403);
+    assert_eq!(browser.client.title().await.unwrap(), "pi-forge");
+
+    // Delete lives in the More menu only.
+    assert_eq!(browser.count("button.delete").await, 0);
+    browser.click("button.more-toggle").await;
+    browser.wait_css(".actions .more .menu button.delete").await;
+    assert_eq!(browser.count("button.delete").await, 1);
+    assert_eq!(
+        texts(&browser, ".more .menu [role=menuitem]").await,
+        ["Fork…", "Import…", "Export JSON", "Delete…"]
+    );
+    browser.click("button.more-toggle").await;
+    wait_count(&browser, ".more .menu", 0).await;
+
+    // Desktop layout: compact sidebar head, one action row, tabs near the top.
+    let [_, _, _, head_h] = browser.rect(".sidebar-head").await;
+    assert!(head_h < 120.0, ".sidebar-head is {head_h}px high");
+    let [_, scope_y, _, _] = browser.rect(".sidebar-head .scope-switch").await;
+    let [_, new_y, _, _] = browser.rect(".sidebar-head button.new-stack").await;
+    assert!(
+        (scope_y - new_y).abs() < 20.0,
+        "scope at {scope_y}, New at {new_y}"
+    );
+    let [_, _, _, actions_h] = browser.rect(".actions").await;
+    assert!(actions_h <= 44.0, ".actions is {actions_h}px high");
+    let [_, tabs_y, _, _] = browser.rect(".tabs").await;
+    assert!(tabs_y <= 225.0, ".tabs start at {tabs_y}px");
+
+    // Just above the phone breakpoint nothing overlaps or sticks out.
+    browser.viewport(901, 900).await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    let [ax, _, aw, _] = browser.rect(".actions").await;
+    let [sx, _, sw, _] = browser.rect(".sidebar").await;
+    assert!(
+        sx + sw <= ax,
+        "sidebar ends at {} but actions start at {ax}",
+        sx + sw
+    );
+    assert!(ax + aw <= 901.0, "actions end at {}", ax + aw);
+
+    // Phone layout.
+    browser.viewport(390, 844).await;
+    let [_, _, _, bar_h] = browser.rect(".topbar").await;
+    assert!(bar_h <= 44.0, ".topbar is {bar_h}px high");
+    let [_, _, _, side_h] = browser.rect(".sidebar").await;
+    assert!(side_h <= 240.0, ".sidebar is {side_h}px high");
+    browser.viewport(1280, 900).await;
+
+    // Theme: persists across a reload and applies on the Profiles surface.
+    let theme = "return document.documentElement.getAttribute('data-theme');";
+    assert_eq!(browser.js(theme, vec![]).await, json!("light"));
+    browser.click("button.theme-toggle").await;
+    assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
+    browser.client.refresh().await.unwrap();
+    browser.wait_css(".app .topbar").await;
+    wait_status(&browser, "Loaded alpha").await;
+    assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
+    browser.click_text("button.surface-tab", "Profiles").await;
+    browser.wait_css(".profiles .sidebar").await;
+    let surface_bg =
+        "return getComputedStyle(document.querySelector('.profiles .sidebar')).backgroundColor;";
+    assert_eq!(
+        browser.js(surface_bg, vec![]).await,
+        json!("rgb(28, 30, 36)")
+    );
+    browser.click("button.theme-toggle").await;
+    assert_eq!(browser.js(theme, vec![]).await, json!("light"));
+    assert_eq!(
+        browser.js(surface_bg, vec![]).await,
+        json!("rgb(255, 255, 255)")
+    );
+    browser.click_text("button.surface-tab", "Presets").await;
+    browser.wait_css(".presets .editor").await;
+
+    // A dirty draft asks before another Preset opens.
+    tab(&browser, "Stack").await;
+    browser.fill("input[name=stack-name]", "Alpha draft").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    browser
+        .click(".stack-row[data-selector='project:beta']")
+        .await;
+    wait_eq(&browser, ".modal #dialog-title", "Discard unsaved changes?").await;
+    assert_eq!(
+        browser.text(".modal p").await.as_deref(),
+        Some("You have unsaved changes. Opening another Preset discards them.")
+    );
+    browser.click(".modal button.cancel").await;
+    wait_count(&browser, ".modal", 0).await;
+    assert_eq!(browser.value("input[name=stack-name]").await, "Alpha draft");
+    assert_eq!(browser.count(".badge.dirty").await, 1);
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.stack-row[aria-current=true]').dataset.selector;",
+                vec![]
+            )
+            .await,
+        json!("project:alpha")
+    );
+    browser
+        .click(".stack-row[data-selector='project:beta']")
+        .await;
+    wait_eq(&browser, ".modal button.confirm", "Discard changes").await;
+    browser.click(".modal button.confirm").await;
+    wait_status(&browser, "Loaded beta").await;
+    wait_eq(&browser, ".stack-title", "Beta").await;
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+
+    // JSON tab: shape errors are shown; a valid object replaces the draft.
+    tab(&browser, "JSON").await;
+    browser
+        .fill("textarea[name=stack-json]", r#"{"id":"beta"}"#)
+        .await;
+    browser.click("button.apply-json").await;
+    wait_eq(
+        &browser,
+        ".json-tab .field-error",
+        "Stack JSON needs an items array.",
+    )
+    .await;
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+    let mut edited = beta.clone();
+    edited["name"] = json!("Beta from JSON");
+    browser
+        .fill("textarea[name=stack-json]", &pretty(&edited))
+        .await;
+    browser.click("button.apply-json").await;
+    wait_status(&browser, "Applied stack JSON to editor").await;
+    assert_eq!(browser.count(".json-tab .field-error").await, 0);
+    wait_eq(&browser, ".stack-title", "Beta from JSON").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Empty state
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
+    let (server, browser) = start(&[stack("solo", "Solo", "Solo text.")], "solo").await;
+
+    browser.click("button.more-toggle").await;
+    browser.click(".more .menu button.delete").await;
+    wait_eq(&browser, ".modal #dialog-title", "Delete solo?").await;
+    wait_eq(&browser, ".modal button.confirm", "Delete").await;
+    browser.click(".modal button.confirm").await;
+    wait_status(&browser, "Deleted solo").await;
+    wait_eq(&browser, ".empty-state h2", "No prompt stacks found.").await;
+    wait_eq(&browser, ".stack-list .empty", "No prompt stacks found.").await;
+    assert_eq!(browser.count("button.save").await, 0);
+    assert_eq!(browser.count(".editor").await, 0);
+    assert!(!server.path(&stack_path("solo")).exists());
+
+    // New: live id checks, then create.
+    browser.click("button.new-stack").await;
+    wait_eq(&browser, ".modal #dialog-title", "New Preset").await;
+    browser.fill(".modal input[name=new-id]", "a b").await;
+    wait_eq(
+        &browser,
+        ".modal .field-note",
+        "Not a valid id: must start with a letter or number and contain only letters, numbers, dots, underscores, and hyphens",
+    )
+    .await;
+    assert!(!browser.enabled(".modal button.create").await);
+    browser
+        .fill(".modal input[name=new-id]", "replacement")
+        .await;
+    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    assert!(browser.enabled(".modal button.create").await);
+    browser.click(".modal button.create").await;
+    wait_status(&browser, "Created replacement").await;
+    wait_count(&browser, ".modal", 0).await;
+    browser
+        .wait_css(".stack-row[data-selector='project:replacement'] .badge.active")
+        .await;
+    assert_eq!(
+        server.read_json(&stack_path("replacement")),
+        json!({
+            "schemaVersion": 2,
+            "type": "pi-forge.prompt-stack",
+            "id": "replacement",
+            "items": [
+                { "kind": "block", "id": "identity", "role": "system", "content": "You are a coding agent working in the user's project. Read before you change, keep edits small, and say what you did." },
+                { "kind": "slot", "id": "tools", "slot": "tools" },
+                { "kind": "slot", "id": "guidelines", "slot": "tool-guidelines" },
+                { "kind": "slot", "id": "project", "slot": "project-context" },
+                { "kind": "slot", "id": "skills", "slot": "skills" },
+                { "kind": "slot", "id": "when", "slot": "date-cwd" },
+                { "kind": "slot", "id": "history", "slot": "chat-history" }
+            ]
+        })
+    );
+    let (_, list) = server.api("GET", "/api/stacks", None, None);
+    assert_eq!(list["activeId"], json!("project:replacement"));
+
+    // An id that exists now is refused as you type.
+    browser.click("button.new-stack").await;
+    browser
+        .fill(".modal input[name=new-id]", "replacement")
+        .await;
+    wait_eq(
+        &browser,
+        ".modal .field-note",
+        "A project Preset with the id replacement already exists.",
+    )
+    .await;
+    assert!(!browser.enabled(".modal button.create").await);
+    browser.click(".modal button.cancel").await;
+    wait_count(&browser, ".modal", 0).await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Diagnostics panel
+// ---------------------------------------------------------------------------------------------
+
+const NO_HISTORY: &str =
+    "No enabled chat-history slot found; Pi chat context will be appended at the end.";
+
+async fn panel(browser: &Browser) -> (bool, String, Vec<String>) {
+    let open = browser
+        .js(
+            "return document.querySelector('.diagnostics-toggle').getAttribute('aria-expanded');",
+            vec![],
+        )
+        .await
+        == json!("true");
+    let summary = browser
+        .text(".diagnostics .summary")
+        .await
+        .unwrap_or_default();
+    (
+        open,
+        summary,
+        texts(browser, ".diagnostics .diagnostic .message").await,
+    )
+}
+
+async fn wait_panel(browser: &Browser, want: (bool, &str, &[&str])) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = panel(browser).await;
+        if got.0 == want.0 && got.1 == want.1 && got.2 == want.2 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited {WAIT:?} for the diagnostics panel {want:?}; it is {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_panel_follows_problems_until_the_user_toggles_it() {
+    let (_server, browser) = start(&[stack("clean", "Clean", "Clean text.")], "clean").await;
+    let toggle_history = "[data-index='1'] input.item-enabled";
+    wait_panel(&browser, (false, "No problems", &[])).await;
+
+    // A warning opens the panel, its fix closes it.
+    browser.click(toggle_history).await;
+    wait_panel(
+        &browser,
+        (true, "0 errors · 1 warning · 0 info", &[NO_HISTORY]),
+    )
+    .await;
+    browser.click(toggle_history).await;
+    wait_panel(&browser, (false, "No problems", &[])).await;
+
+    // Opened by the user: stays open through a warning and its fix.
+    browser.click(".diagnostics-toggle").await;
+    wait_panel(&browser, (true, "No problems", &[])).await;
+    browser.click(toggle_history).await;
+    wait_panel(
+        &browser,
+        (true, "0 errors · 1 warning · 0 info", &[NO_HISTORY]),
+    )
+    .await;
+    browser.click(toggle_history).await;
+    wait_panel(&browser, (true, "No problems", &[])).await;
+
+    // Closed by the user: stays closed when a warning appears.
+    browser.click(".diagnostics-toggle").await;
+    wait_panel(&browser, (false, "No problems", &[])).await;
+    browser.click(toggle_history).await;
+    wait_panel(&browser, (false, "0 errors · 1 warning · 0 info", &[])).await;
+    assert!(
+        browser.enabled("button.save").await,
+        "a warning never blocks saving"
+    );
+    // Saving keeps the user's choice.
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved clean").await;
+    wait_panel(&browser, (false, "0 errors · 1 warning · 0 info", &[])).await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Slot options
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slot_options_form_keeps_unknown_options_and_json_errors_block_saving() {
+    let mut s = stack("slots", "Slots", "Slot text.");
+    s["items"][1]["options"] = json!({ "futureOption": 7 });
+    let (server, browser) = start(std::slice::from_ref(&s), "slots").await;
+
+    browser.click(".item-row[data-index='1']").await;
+    browser.wait_css(".slot-editor .options-form").await;
+    wait_eq(
+        &browser,
+        ".options-form .unknown-options",
+        "Kept as written (not known to this form): futureOption",
+    )
+    .await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('input[name=opt-includeLastUserMessage]').checked;",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+    browser
+        .click("input[name=opt-includeLastUserMessage]")
+        .await;
+    browser.fill("input[name=opt-maxMessages]", "3").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved slots").await;
+    let saved = server.read_json(&stack_path("slots"));
+    assert_eq!(
+        saved["items"][1]["options"],
+        json!({ "futureOption": 7, "includeLastUserMessage": false, "maxMessages": 3 })
+    );
+    let mut want = s.clone();
+    want["items"][1]["options"] =
+        json!({ "futureOption": 7, "includeLastUserMessage": false, "maxMessages": 3 });
+    assert_eq!(saved, want);
+
+    // JSON view: invalid text stays, with its error, and blocks saving.
+    browser.click(".slot-editor button.json-view").await;
+    assert_eq!(
+        browser.value("textarea[name=slot-options-json]").await,
+        "{\n  \"futureOption\": 7,\n  \"includeLastUserMessage\": false,\n  \"maxMessages\": 3\n}"
+    );
+    // Typed with real keys: the field keeps focus while its text turns invalid.
+    let broken = "{\"futureOption\": 7,";
+    browser.fill("textarea[name=slot-options-json]", "").await;
+    keys(&browser, "textarea[name=slot-options-json]", broken).await;
+    assert_eq!(
+        browser.value("textarea[name=slot-options-json]").await,
+        broken
+    );
+    let error = "Invalid JSON: EOF while parsing a value at line 1 column 19";
+    wait_eq(&browser, ".slot-editor .field-error", error).await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    assert!(!browser.enabled("button.save").await);
+    tab(&browser, "Stack").await;
+    tab(&browser, "Items").await;
+    wait_eq(&browser, ".slot-editor .field-error", error).await;
+    assert_eq!(
+        browser.value("textarea[name=slot-options-json]").await,
+        broken
+    );
+    assert!(!browser.enabled("button.save").await);
+    // Ctrl+S refuses too.
+    keys(
+        &browser,
+        "textarea[name=slot-options-json]",
+        &(Key::Control + "s"),
+    )
+    .await;
+    wait_status(&browser, "Fix the errors before saving.").await;
+    assert_eq!(server.read_json(&stack_path("slots")), want);
+
+    // Repaired, the form is back; choosing another slot shows that slot's options.
+    browser
+        .fill("textarea[name=slot-options-json]", "{\"futureOption\": 7}")
+        .await;
+    wait_count(&browser, ".slot-editor .field-error", 0).await;
+    browser.click(".slot-editor button.form-view").await;
+    browser.wait_css("input[name=opt-maxMessages]").await;
+    browser.fill("select[name=item-slot]", "tools").await;
+    browser.wait_css("select[name=opt-format]").await;
+    assert_eq!(browser.count("input[name=opt-maxMessages]").await, 0);
+    wait_eq(
+        &browser,
+        ".options-form .unknown-options",
+        "Kept as written (not known to this form): futureOption",
+    )
+    .await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Tab drafts
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
+    let original = json!({
+        "schemaVersion": 1,
+        "type": "pi-forge.prompt-stack",
+        "id": "drafts",
+        "name": "Drafts",
+        "futureTop": { "keep": [1, 2] },
+        "context": { "allowDuplicateChatHistory": true },
+        "tools": { "allow": ["read"], "futurePolicyField": true },
+        "variables": { "var1": "resolved", "var2": "second" },
+        "regex": {
+            "rules": [
+                { "id": "trim", "stage": "history", "pattern": "x", "replace": "y", "maxMessages": 2, "futureRuleField": "kept" }
+            ]
+        },
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": "Uses {{ parameters.var1 }}." },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]
+    });
+    let (server, browser) = start(std::slice::from_ref(&original), "drafts").await;
+
+    // A duplicate variable name: an error that survives tab switches and blocks saving.
+    tab(&browser, "Stack").await;
+    assert_eq!(
+        browser
+            .js("return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);", vec![])
+            .await,
+        json!(["var1", "var2"])
+    );
+    browser
+        .fill(".param-row:nth-child(2) input[name=param-name]", "var1")
+        .await;
+    let dup = "Duplicate variable name: var1";
+    wait_eq(&browser, ".param-row .field-error", dup).await;
+    assert!(!browser.enabled("button.save").await);
+    tab(&browser, "Regex").await;
+
+    // Regex maxMessages 0: an error on the rule card.
+    browser
+        .fill(".rule[data-rule='0'] input[name=rule-maxMessages]", "0")
+        .await;
+    browser
+        .wait_css(".rule[data-rule='0'] .rule-problems")
+        .await;
+    let rule_error = texts(&browser, ".rule[data-rule='0'] .rule-problems li").await;
+    assert_eq!(
+        rule_error,
+        ["Regex rule trim maxMessages must be a positive integer when provided."]
+    );
+    tab(&browser, "Policy").await;
+    tab(&browser, "Stack").await;
+    wait_eq(&browser, ".param-row .field-error", dup).await;
+    assert_eq!(
+        browser
+            .js("return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);", vec![])
+            .await,
+        json!(["var1", "var1"])
+    );
+    tab(&browser, "Regex").await;
+    assert_eq!(
+        texts(&browser, ".rule[data-rule='0'] .rule-problems li").await,
+        rule_error
+    );
+    assert!(!browser.enabled("button.save").await);
+
+    // A duplicate tool pattern is refused where it is typed.
+    tab(&browser, "Policy").await;
+    keys(
+        &browser,
+        "input[name=tools-pattern]",
+        &("read".to_string() + &Key::Enter),
+    )
+    .await;
+    wait_eq(
+        &browser,
+        "[data-policy=tools] .field-error",
+        "read is already listed.",
+    )
+    .await;
+    assert_eq!(
+        texts(&browser, "[data-policy=tools] .chip .chip-text").await,
+        ["read"]
+    );
+
+    // Fix both, rename, save: every unknown member is kept exactly.
+    tab(&browser, "Regex").await;
+    browser
+        .fill(".rule[data-rule='0'] input[name=rule-maxMessages]", "2")
+        .await;
+    wait_count(&browser, ".rule[data-rule='0'] .rule-problems", 0).await;
+    tab(&browser, "Stack").await;
+    browser
+        .fill(".param-row:nth-child(2) input[name=param-name]", "var2")
+        .await;
+    wait_count(&browser, ".param-row .field-error", 0).await;
+    browser.fill("input[name=stack-name]", "Drafts saved").await;
+    browser
+        .wait_js(
+            "Save enabled",
+            "return !document.querySelector('button.save').disabled;",
+            json!(true),
+        )
+        .await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved drafts").await;
+    let mut want = original.clone();
+    want["name"] = json!("Drafts saved");
+    assert_eq!(server.read_json(&stack_path("drafts")), want);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Live updates
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
+    let live = stack("live", "Live", "Live text.");
+    let (server, browser) = start(std::slice::from_ref(&live), "live").await;
+    tab(&browser, "Stack").await;
+
+    // A clean editor follows the file within a second.
+    let mut external = live.clone();
+    external["name"] = json!("External one");
+    let started = Instant::now();
+    server.write_external(&stack_path("live"), &pretty(&external));
+    wait_eq(&browser, ".stack-title", "External one").await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the edit took {took:?} to show"
+    );
+    assert_eq!(
+        browser.value("input[name=stack-name]").await,
+        "External one"
+    );
+    wait_status(&browser, "Reloaded live from disk").await;
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+
+    // A dirty editor keeps the draft and says the file changed.
+    browser.fill("input[name=stack-name]", "Mine").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    let mut external2 = live.clone();
+    external2["name"] = json!("External two");
+    server.write_external(&stack_path("live"), &pretty(&external2));
+    browser.wait_css(".disk-changed").await;
+    assert_eq!(
+        browser.text(".disk-changed span").await.as_deref(),
+        Some("This Preset changed on disk. Your unsaved changes are still here.")
+    );
+    assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
+    assert_eq!(browser.count(".badge.dirty").await, 1);
+
+    // Keep mine, then Save: refused with a conflict view; the disk version is untouched.
+    browser.click(".disk-changed button.keep-mine").await;
+    wait_count(&browser, ".disk-changed", 0).await;
+    browser.click("button.save").await;
+    browser.wait_css(".conflict").await;
+    wait_status(
+        &browser,
+        "Not saved: the file changed on disk. Choose which version to keep.",
+    )
+    .await;
+    assert_eq!(server.read_json(&stack_path("live")), external2);
+    assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
+    // The refused PUT is the one expected failed-resource log.
+    assert_eq!(
+        browser.console_errors().await,
+        [format!(
+            "{}api/stacks/project%3Alive - Failed to load resource: the server responded with a status of 409 (Conflict)",
+            server.base
+        )]
+    );
+    let marks = texts(&browser, ".conflict table.diff mark").await;
+    assert_eq!(marks, ["External two", "Mine"]);
+
+    // Save mine over it.
+    browser.click(".conflict button.overwrite").await;
+    wait_status(&browser, "Saved live").await;
+    wait_count(&browser, ".conflict", 0).await;
+    let mut mine = live.clone();
+    mine["name"] = json!("Mine");
+    assert_eq!(server.read_json(&stack_path("live")), mine);
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_from_disk_drops_the_draft_for_the_external_version() {
+    let live = stack("live", "Live", "Live text.");
+    let (server, browser) = start(std::slice::from_ref(&live), "live").await;
+    tab(&browser, "Stack").await;
+    browser.fill("input[name=stack-name]", "Mine").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+
+    let mut external = live.clone();
+    external["name"] = json!("External");
+    external["description"] = json!("Changed elsewhere.");
+    server.write_external(&stack_path("live"), &pretty(&external));
+    browser.wait_css(".disk-changed").await;
+    assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
+
+    browser.click(".disk-changed button.reload-disk").await;
+    wait_status(&browser, "Loaded live").await;
+    wait_count(&browser, ".disk-changed", 0).await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+    assert_eq!(browser.value("input[name=stack-name]").await, "External");
+    assert_eq!(
+        browser.value("textarea[name=stack-description]").await,
+        "Changed elsewhere."
+    );
+    assert_eq!(server.read_json(&stack_path("live")), external);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. Typed parameters
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_parameters_survive_editing_another_parameter() {
+    let mut s = stack(
+        "typed",
+        "Typed",
+        "At most {{ parameters.maxFindings }} findings.",
+    );
+    s["parameters"] = json!({ "style": { "tone": "dry", "bullets": true }, "maxFindings": 5 });
+    let (server, browser) = start(std::slice::from_ref(&s), "typed").await;
+
+    tab(&browser, "Stack").await;
+    assert_eq!(
+        browser
+            .js("return [...document.querySelectorAll('.param-row')].map(r => [r.querySelector('input[name=param-name]').value, r.querySelector('textarea[name=param-value]').value]);", vec![])
+            .await,
+        json!([
+            ["style", "{\n  \"tone\": \"dry\",\n  \"bullets\": true\n}"],
+            ["maxFindings", "5"]
+        ])
+    );
+    browser
+        .fill(".param-row:nth-child(2) textarea[name=param-value]", "8")
+        .await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved typed").await;
+    let saved = server.read_json(&stack_path("typed"));
+    assert_eq!(
+        saved["parameters"],
+        json!({ "style": { "tone": "dry", "bullets": true }, "maxFindings": 8 })
+    );
+    assert!(
+        saved["parameters"]["maxFindings"].is_u64(),
+        "8 stays a number"
+    );
+    let mut want = s.clone();
+    want["parameters"]["maxFindings"] = json!(8);
+    assert_eq!(saved, want);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Reordering
+// ---------------------------------------------------------------------------------------------
+
+fn three_blocks() -> Value {
+    json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": "order",
+        "name": "Order",
+        "items": [
+            { "kind": "block", "id": "a", "name": "A", "role": "system", "content": "A." },
+            { "kind": "block", "id": "b", "name": "B", "role": "system", "content": "B." },
+            { "kind": "block", "id": "c", "name": "C", "role": "system", "content": "C." },
+            { "kind": "slot", "id": "history", "name": "History", "slot": "chat-history" }
+        ]
+    })
+}
+
+fn reordered(base: &Value, order: &[&str]) -> Value {
+    let mut out = base.clone();
+    let items = base["items"].as_array().unwrap();
+    out["items"] = Value::Array(
+        order
+            .iter()
+            .map(|id| items.iter().find(|i| i["id"] == *id).unwrap().clone())
+            .collect(),
+    );
+    out
+}
+
+async fn focused_index(browser: &Browser) -> Value {
+    browser
+        .js(
+            "const e = document.activeElement; return e && e.classList.contains('item-row') ? e.dataset.index : null;",
+            vec![],
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
+    let base = three_blocks();
+    let (server, browser) = start(std::slice::from_ref(&base), "order").await;
+    assert_eq!(item_titles(&browser).await, ["A", "B", "C", "History"]);
+
+    // Alt+↓ on the focused first row moves it down; focus and selection follow it.
+    browser.click(".item-row[data-index='0']").await;
+    assert_eq!(focused_index(&browser).await, json!("0"));
+    keys(
+        &browser,
+        ".item-row[data-index='0']",
+        &(Key::Alt + &Key::Down),
+    )
+    .await;
+    browser
+        .wait_js(
+            "order after Alt+Down",
+            "return [...document.querySelectorAll('.item-row .item-name')].map(e => e.textContent);",
+            json!(["B", "A", "C", "History"]),
+        )
+        .await;
+    browser
+        .wait_js(
+            "focus follows",
+            "const e = document.activeElement; return e && e.dataset ? e.dataset.index : null;",
+            json!("1"),
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+                vec![]
+            )
+            .await,
+        json!("1")
+    );
+    assert_eq!(browser.value("input[name=item-id]").await, "a");
+    // Plain ↓ only moves the selection.
+    keys(&browser, ".item-row[data-index='1']", &Key::Down).await;
+    browser
+        .wait_js(
+            "selection moves",
+            "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+            json!("2"),
+        )
+        .await;
+    assert_eq!(item_titles(&browser).await, ["B", "A", "C", "History"]);
+
+    // Ctrl+S saves the new order.
+    keys(&browser, ".item-row[data-index='2']", &(Key::Control + "s")).await;
+    wait_status(&browser, "Saved order").await;
+    assert_eq!(
+        focused_index(&browser).await,
+        json!("2"),
+        "focus stays after saving"
+    );
+    assert_eq!(
+        server.read_json(&stack_path("order")),
+        reordered(&base, &["b", "a", "c", "history"])
+    );
+
+    // Drag the last row onto the first.
+    browser
+        .js(
+            r#"
+            const rows = () => document.querySelectorAll('.item-row');
+            const dt = new DataTransfer();
+            const from = rows()[3], to = rows()[0];
+            from.dispatchEvent(new DragEvent('dragstart', { bubbles: true, cancelable: true, dataTransfer: dt }));
+            to.dispatchEvent(new DragEvent('dragenter', { bubbles: true, cancelable: true, dataTransfer: dt }));
+            to.dispatchEvent(new DragEvent('dragover', { bubbles: true, cancelable: true, dataTransfer: dt }));
+            to.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }));
+            from.dispatchEvent(new DragEvent('dragend', { bubbles: true, cancelable: true, dataTransfer: dt }));
+            return true;
+            "#,
+            vec![],
+        )
+        .await;
+    browser
+        .wait_js(
+            "order after drop",
+            "return [...document.querySelectorAll('.item-row .item-name')].map(e => e.textContent);",
+            json!(["History", "B", "A", "C"]),
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+                vec![]
+            )
+            .await,
+        json!("0")
+    );
+    assert_eq!(browser.count(".item-row.drop-target").await, 0);
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved order").await;
+    wait_file(
+        &server,
+        &stack_path("order"),
+        &reordered(&base, &["history", "b", "a", "c"]),
+    )
+    .await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. Layout
+// ---------------------------------------------------------------------------------------------
+
+async fn assert_fits(browser: &Browser, what: &str) {
+    assert_eq!(
+        browser.horizontal_overflow().await,
+        Vec::<String>::new(),
+        "{what}: horizontal overflow"
+    );
+    for css in ["button.save", "button.new-stack"] {
+        assert!(
+            browser.in_viewport(css).await,
+            "{what}: {css} is outside the viewport at {:?}",
+            browser.rect(css).await
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layout_fits_desktop_and_phone_on_items_and_policy() {
+    let mut s = three_blocks();
+    s["tools"] = json!({ "allow": ["read", "grep", "find", "ls", "some-very-long-tool-name-*"] });
+    let (_server, browser) = start(std::slice::from_ref(&s), "order").await;
+
+    for (w, h) in [(1280, 900), (390, 844)] {
+        browser.viewport(w, h).await;
+        tab(&browser, "Items").await;
+        browser.wait_css(".item-form").await;
+        assert_fits(&browser, &format!("Items at {w}×{h}")).await;
+        tab(&browser, "Policy").await;
+        browser.wait_css("[data-policy=tools] .chip").await;
+        assert_fits(&browser, &format!("Policy at {w}×{h}")).await;
+        browser.screenshot(&format!("presets-policy-{w}x{h}")).await;
+    }
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
