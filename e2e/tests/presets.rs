@@ -1457,3 +1457,44 @@ async fn layout_fits_desktop_and_phone_on_items_and_policy() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Known bug (state.rs, outside this file's scope): ignored until fixed
+// ---------------------------------------------------------------------------------------------
+
+/// `Dialog::Confirm::on_confirm` is a `Callback` (arena-owned by whatever view created it). The
+/// "Discard unsaved changes?" confirm is created in a stack row's click handler, so when the
+/// stack list re-renders while the dialog is open (any file change), the callback is disposed
+/// and confirming panics ("Tried to access a reactive value that has already been disposed"),
+/// which stops the app. Fix: make `on_confirm` an `Arc<dyn Fn() + Send + Sync>`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "state.rs: Dialog::Confirm's Callback is disposed when the stack list re-renders"]
+async fn discard_confirm_survives_a_stack_list_refresh() {
+    let mut alpha = stack("alpha", "Alpha", "Alpha text.");
+    alpha["autoActivate"] = json!(true);
+    let beta = stack("beta", "Beta", "Beta text.");
+    let (server, browser) = start(&[alpha, beta.clone()], "alpha").await;
+    tab(&browser, "Stack").await;
+    browser.fill("input[name=stack-name]", "Alpha draft").await;
+    wait_count(&browser, ".badge.dirty", 1).await;
+    browser
+        .click(".stack-row[data-selector='project:beta']")
+        .await;
+    wait_eq(&browser, ".modal button.confirm", "Discard changes").await;
+    // Another program changes beta while the dialog is open: the list re-renders.
+    let mut changed = beta.clone();
+    changed["name"] = json!("Beta two");
+    server.write_external(&stack_path("beta"), &pretty(&changed));
+    wait_eq(
+        &browser,
+        ".stack-row[data-selector='project:beta'] .row-title",
+        "Beta two",
+    )
+    .await;
+    browser.click(".modal button.confirm").await;
+    wait_status(&browser, "Loaded beta").await;
+    wait_eq(&browser, ".stack-title", "Beta two").await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
