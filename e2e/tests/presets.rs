@@ -1458,17 +1458,10 @@ async fn layout_fits_desktop_and_phone_on_items_and_policy() {
     browser.close().await;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Known bug (state.rs, outside this file's scope): ignored until fixed
-// ---------------------------------------------------------------------------------------------
-
-/// `Dialog::Confirm::on_confirm` is a `Callback` (arena-owned by whatever view created it). The
-/// "Discard unsaved changes?" confirm is created in a stack row's click handler, so when the
-/// stack list re-renders while the dialog is open (any file change), the callback is disposed
-/// and confirming panics ("Tried to access a reactive value that has already been disposed"),
-/// which stops the app. Fix: make `on_confirm` an `Arc<dyn Fn() + Send + Sync>`.
+/// The "Discard unsaved changes?" confirm is opened from a stack row's click handler. When the
+/// stack list re-renders while it is open (any file change), confirming must still work (it
+/// once held a reactive `Callback` owned by the row, disposed with it, and panicked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "state.rs: Dialog::Confirm's Callback is disposed when the stack list re-renders"]
 async fn discard_confirm_survives_a_stack_list_refresh() {
     let mut alpha = stack("alpha", "Alpha", "Alpha text.");
     alpha["autoActivate"] = json!(true);

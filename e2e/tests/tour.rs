@@ -93,7 +93,12 @@ async fn wide_tour_light_and_dark() {
     browser.viewport(1280, 900).await;
     browser.open(&server).await;
     open_careful_reviewer(&browser).await;
-    stop(&browser, "presets-items", &["button.save", "button.new-stack", ".item-list"]).await;
+    stop(
+        &browser,
+        "presets-items",
+        &["button.save", "button.new-stack", ".item-list"],
+    )
+    .await;
 
     // A slot and its generated options form.
     browser.click(".item-row[data-index='4']").await;
@@ -110,7 +115,9 @@ async fn wide_tour_light_and_dark() {
         )
         .await;
     browser.click(".preview-toggle").await;
-    browser.wait_text(".dock .section-content", "meticulous").await;
+    browser
+        .wait_text(".dock .section-content", "meticulous")
+        .await;
     stop(&browser, "presets-preview", &["button.save", ".dock"]).await;
     browser.click(".dock-diff").await;
     browser.wait_css(".diff-block.modified mark").await;
@@ -138,14 +145,20 @@ async fn wide_tour_light_and_dark() {
 
     browser.click("button.new-stack").await;
     browser.wait_css(".modal input[name='new-id']").await;
-    browser.fill(".modal input[name='new-id']", "careful-reviewer").await;
-    browser.wait_text(".modal .field-note", "already exists").await;
+    browser
+        .fill(".modal input[name='new-id']", "careful-reviewer")
+        .await;
+    browser
+        .wait_text(".modal .field-note", "already exists")
+        .await;
     stop(&browser, "new-preset-dialog", &[".modal button.create"]).await;
     browser.click(".modal button.cancel").await;
 
     // Profiles: a ready one and one that fails preflight.
     browser.click_text(".surface-tab", "Profiles").await;
-    browser.click(".profile-row[data-selector='project:reviewer']").await;
+    browser
+        .click(".profile-row[data-selector='project:reviewer']")
+        .await;
     browser.wait_text(".preflight", "Ready to apply").await;
     stop(&browser, "profiles", &["button.new-profile", "button.edit"]).await;
     browser
@@ -175,7 +188,12 @@ async fn narrow_tour() {
     browser.viewport(390, 844).await;
     browser.open(&server).await;
     open_careful_reviewer(&browser).await;
-    stop(&browser, "mobile-presets", &["button.save", "button.new-stack"]).await;
+    stop(
+        &browser,
+        "mobile-presets",
+        &["button.save", "button.new-stack"],
+    )
+    .await;
 
     browser.click(".item-row[data-index='4']").await;
     browser.wait_css("input[name='opt-maxMessages']").await;
@@ -187,7 +205,9 @@ async fn narrow_tour() {
     browser.click(".dock-close").await;
 
     browser.click_text(".surface-tab", "Profiles").await;
-    browser.click(".profile-row[data-selector='project:reviewer']").await;
+    browser
+        .click(".profile-row[data-selector='project:reviewer']")
+        .await;
     browser.wait_text(".preflight", "Ready to apply").await;
     stop(&browser, "mobile-profiles", &["button.new-profile"]).await;
 

@@ -19,15 +19,22 @@ pub fn Dialogs() -> impl IntoView {
         let dialog = app.dialog.get()?;
         focus_later(".modal [autofocus], .modal input, .modal button.primary".into());
         let body = match dialog {
-            Dialog::Confirm { title, body, confirm, danger, on_confirm } => view! {
+            Dialog::Confirm {
+                title,
+                body,
+                confirm,
+                danger,
+                on_confirm,
+            } => view! {
                 <h2 id="dialog-title">{title}</h2>
                 <p>{body}</p>
                 <div class="row end">
                     <button class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
                     <button class="primary confirm" class:danger=danger autofocus
-                        on:click=move |_| { app.dialog.set(None); on_confirm.run(()); }>{confirm}</button>
+                        on:click=move |_| { app.dialog.set(None); on_confirm(); }>{confirm}</button>
                 </div>
-            }.into_any(),
+            }
+            .into_any(),
             Dialog::NewStack => view! { <NewStackDialog/> }.into_any(),
             Dialog::Fork => view! { <ForkDialog/> }.into_any(),
             Dialog::Import => view! { <ImportDialog/> }.into_any(),
@@ -51,7 +58,9 @@ pub fn id_problem(app: App, id: &str, scope: &str) -> Option<String> {
     if !is_valid_id(id) {
         return Some(format!("Not a valid id: {ID_RULE}"));
     }
-    let exists = app.stacks.with(|rows| rows.iter().any(|r| r.id == id && r.scope == scope));
+    let exists = app
+        .stacks
+        .with(|rows| rows.iter().any(|r| r.id == id && r.scope == scope));
     exists.then(|| format!("A {scope} Preset with the id {id} already exists."))
 }
 
@@ -127,7 +136,11 @@ fn NewStackDialog() -> impl IntoView {
             match api::post("/api/stacks", &body).await {
                 Ok(view) => {
                     app.dialog.set(None);
-                    app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                    app.scope.set(if scope_v == "global" {
+                        Scope::Global
+                    } else {
+                        Scope::Project
+                    });
                     state::apply_view(app, &view, false);
                     app.say(format!("Created {id_v}"), Tone::Ok);
                     state::refresh_stacks(app);
@@ -205,9 +218,16 @@ fn ForkDialog() -> impl IntoView {
                 Ok(view) => {
                     app.dialog.set(None);
                     if dirty {
-                        app.say(format!("Forked to {new_id}; your unsaved changes stay here"), Tone::Ok);
+                        app.say(
+                            format!("Forked to {new_id}; your unsaved changes stay here"),
+                            Tone::Ok,
+                        );
                     } else {
-                        app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                        app.scope.set(if scope_v == "global" {
+                            Scope::Global
+                        } else {
+                            Scope::Project
+                        });
                         state::apply_view(app, &view, false);
                         app.say(format!("Forked to {new_id}"), Tone::Ok);
                     }
@@ -280,8 +300,19 @@ fn ImportDialog() -> impl IntoView {
                     step.set(Step::Review(v));
                 }
                 Err(e) if e.code == "character_id_required" => {
-                    let ids: Vec<String> = e.body.pointer("/details/characterIds").and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string).or_else(|| Some(v.to_string()))).collect())
+                    let ids: Vec<String> = e
+                        .body
+                        .pointer("/details/characterIds")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| {
+                                    v.as_str()
+                                        .map(str::to_string)
+                                        .or_else(|| Some(v.to_string()))
+                                })
+                                .collect()
+                        })
                         .unwrap_or_default();
                     character.set(ids.first().cloned());
                     error.set(None);
@@ -292,8 +323,15 @@ fn ImportDialog() -> impl IntoView {
         });
     };
     let on_file = move |e: leptos::ev::Event| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Some(input) = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
         file_name.set(file.name());
         character.set(None);
         spawn_local(async move {
@@ -338,7 +376,11 @@ fn ImportDialog() -> impl IntoView {
                     app.say(format!("Imported {new_id}"), Tone::Ok);
                     let selector = s(&view, "selector");
                     app.guard("Opening the imported Preset", move || {
-                        app.scope.set(if scope_v == "global" { Scope::Global } else { Scope::Project });
+                        app.scope.set(if scope_v == "global" {
+                            Scope::Global
+                        } else {
+                            Scope::Project
+                        });
                         state::apply_view(app, &view, false);
                     });
                     if activate_now {
@@ -399,7 +441,10 @@ fn review(
 ) -> impl IntoView {
     let format = s(&v, "format");
     let report = v.get("report").cloned().unwrap_or(Value::Null);
-    let items = v.pointer("/stack/items").and_then(Value::as_array).map_or(0, Vec::len);
+    let items = v
+        .pointer("/stack/items")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     let section = |key: &str, title: &str| {
         let list = arr(&report, key).to_vec();
         (!list.is_empty()).then(|| {
@@ -476,7 +521,9 @@ pub fn id_problem_profiles(collection: RwSignal<Value>, id: &str, scope: &str) -
         return Some(format!("Not a valid id: {ID_RULE}"));
     }
     let exists = collection.with(|c| {
-        arr(c, "profiles").iter().any(|e| s(e, "id") == id && s(e, "scope") == scope)
+        arr(c, "profiles")
+            .iter()
+            .any(|e| s(e, "id") == id && s(e, "scope") == scope)
     });
     exists.then(|| format!("A {scope} profile with the id {id} already exists."))
 }

@@ -122,7 +122,7 @@ fn Editor() -> impl IntoView {
             danger: true,
             // This handler runs under the menu's owner, which closing the menu disposes; the
             // callback must live until the dialog answers.
-            on_confirm: under_root(|| Callback::new(move |_| delete_stack(app, l.clone()))),
+            on_confirm: std::sync::Arc::new(move || delete_stack(app, l.clone())),
         }));
     };
 
@@ -203,18 +203,6 @@ pub fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-/// Runs `f` under the app's root owner, so what it creates outlives the current view.
-fn under_root<T>(f: impl FnOnce() -> T) -> T {
-    let mut owner = Owner::current();
-    while let Some(parent) = owner.as_ref().and_then(Owner::parent) {
-        owner = Some(parent);
-    }
-    match owner {
-        Some(root) => root.with(f),
-        None => f(),
     }
 }
 

@@ -63,8 +63,7 @@ pub fn connect(app: App) {
     });
     let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
-    let _ =
-        source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
+    let _ = source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
     // The stream and its handlers live as long as the page.
     on_ready.forget();
     on_resync.forget();

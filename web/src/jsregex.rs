@@ -40,7 +40,12 @@ pub fn check(pattern: &str, flags: &str) -> Result<(), String> {
 
 /// Runs a rule on sample text the way JavaScript's `String.prototype.replace` does
 /// (`$0` read as `$&`): the number of matches and the result.
-pub fn try_replace(pattern: &str, flags: &str, replace: &str, text: &str) -> Result<(usize, String), String> {
+pub fn try_replace(
+    pattern: &str,
+    flags: &str,
+    replace: &str,
+    text: &str,
+) -> Result<(usize, String), String> {
     let re = build(pattern, flags)?;
     let subject = JsString::from(text);
     let matches = if flags.contains('g') {

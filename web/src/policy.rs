@@ -34,7 +34,12 @@ fn patterns(ed: StackEditor, member: &str) -> Vec<String> {
         ["allow", "deny"]
             .iter()
             .find_map(|k| jp::get(d, &format!("/{member}/{k}")).and_then(Value::as_array))
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     })
 }
@@ -49,7 +54,10 @@ fn set_mode(ed: StackEditor, member: &str, to: Mode) {
             Mode::Deny => jp::set(d, &format!("/{member}/deny"), Some(json!(list))),
             Mode::None => {
                 // Drop an emptied policy object; keep one that still holds other members.
-                if jp::get(d, &format!("/{member}")).and_then(Value::as_object).is_some_and(|o| o.is_empty()) {
+                if jp::get(d, &format!("/{member}"))
+                    .and_then(Value::as_object)
+                    .is_some_and(|o| o.is_empty())
+                {
                     jp::set(d, &format!("/{member}"), None);
                 }
             }
@@ -85,7 +93,14 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
         app.resources.with(|r| {
             arr(r, member)
                 .iter()
-                .map(|t| (s(t, "name"), s(t, "source"), s(t, "description"), b(t, "active")))
+                .map(|t| {
+                    (
+                        s(t, "name"),
+                        s(t, "source"),
+                        s(t, "description"),
+                        b(t, "active"),
+                    )
+                })
                 .collect::<Vec<_>>()
         })
     };

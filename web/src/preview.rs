@@ -113,7 +113,10 @@ pub fn PreviewDock() -> impl IntoView {
                     match result {
                         Ok(v) => {
                             dock.error.set(None);
-                            dock.draft.set(Some((sel, v.get("preview").cloned().unwrap_or(Value::Null))));
+                            dock.draft.set(Some((
+                                sel,
+                                v.get("preview").cloned().unwrap_or(Value::Null),
+                            )));
                         }
                         Err(e) => dock.error.set(Some(e.message)),
                     }
@@ -127,19 +130,30 @@ pub fn PreviewDock() -> impl IntoView {
         if !dock.open.get() {
             return;
         }
-        let Some((sel, rev)) = ed.loaded.with(|l| l.as_ref().map(|l| (l.selector.clone(), l.revision.clone()))) else {
+        let Some((sel, rev)) = ed
+            .loaded
+            .with(|l| l.as_ref().map(|l| (l.selector.clone(), l.revision.clone())))
+        else {
             return;
         };
         let key = format!("{sel}@{rev}");
-        if dock.saved.with_untracked(|s| s.as_ref().is_some_and(|(k, _)| *k == key)) {
+        if dock
+            .saved
+            .with_untracked(|s| s.as_ref().is_some_and(|(k, _)| *k == key))
+        {
             return;
         }
         spawn_local(async move {
             let path = format!("/api/stacks/{}/preview", seg(&sel));
             if let Ok(v) = api::post(&path, &json!({})).await {
-                let current = ed.loaded.with_untracked(|l| l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision)));
+                let current = ed.loaded.with_untracked(|l| {
+                    l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision))
+                });
                 if current.as_deref() == Some(key.as_str()) {
-                    dock.saved.set(Some((key, v.get("preview").cloned().unwrap_or(Value::Null))));
+                    dock.saved.set(Some((
+                        key,
+                        v.get("preview").cloned().unwrap_or(Value::Null),
+                    )));
                 }
             }
         });
@@ -148,7 +162,11 @@ pub fn PreviewDock() -> impl IntoView {
     let current_sel = move || ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()));
     let preview = move || {
         let sel = current_sel()?;
-        dock.draft.with(|d| d.as_ref().filter(|(s, _)| *s == sel).map(|(_, v)| v.clone()))
+        dock.draft.with(|d| {
+            d.as_ref()
+                .filter(|(s, _)| *s == sel)
+                .map(|(_, v)| v.clone())
+        })
     };
 
     view! {
@@ -219,10 +237,20 @@ fn DraftDiff() -> impl IntoView {
     let ed = app.editor;
     let dock = expect_context::<Dock>();
     let body = move || {
-        let sel = ed.loaded.with(|l| l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision)))?;
-        let before = dock.saved.with(|s| s.as_ref().filter(|(k, _)| *k == sel).map(|(_, v)| sections(v)))?;
+        let sel = ed
+            .loaded
+            .with(|l| l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision)))?;
+        let before = dock.saved.with(|s| {
+            s.as_ref()
+                .filter(|(k, _)| *k == sel)
+                .map(|(_, v)| sections(v))
+        })?;
         let selector = ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()))?;
-        let after = dock.draft.with(|d| d.as_ref().filter(|(s, _)| *s == selector).map(|(_, v)| sections(v)))?;
+        let after = dock.draft.with(|d| {
+            d.as_ref()
+                .filter(|(s, _)| *s == selector)
+                .map(|(_, v)| sections(v))
+        })?;
         Some(diff_sections(&before, &after))
     };
     view! {

@@ -43,14 +43,19 @@ fn refresh(app: App, p: Profiles) {
                 let first_load = !p.loaded.get_untracked();
                 if first_load {
                     let n = arr(&v, "profiles").len();
-                    app.say(format!("{n} profile{}", if n == 1 { "" } else { "s" }), Tone::Info);
+                    app.say(
+                        format!("{n} profile{}", if n == 1 { "" } else { "s" }),
+                        Tone::Info,
+                    );
                 }
                 p.collection.set(v);
                 p.loaded.set(true);
                 let sel = p.selected.get_untracked();
                 let exists = sel.as_ref().is_some_and(|sel| entry(p, sel).is_some());
                 if !exists && p.editing.with_untracked(Option::is_none) {
-                    let first = p.collection.with_untracked(|c| arr(c, "profiles").first().map(|e| s(e, "selector")));
+                    let first = p
+                        .collection
+                        .with_untracked(|c| arr(c, "profiles").first().map(|e| s(e, "selector")));
                     p.selected.set(first);
                 }
             }
@@ -61,17 +66,29 @@ fn refresh(app: App, p: Profiles) {
 
 /// The `promptStack` the profile file names (`None` for none).
 fn entry_profile_stack(entry: &Value) -> Option<String> {
-    entry.pointer("/profile/promptStack").and_then(Value::as_str).map(str::to_string)
+    entry
+        .pointer("/profile/promptStack")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 fn entry(p: Profiles, selector: &str) -> Option<Value> {
-    p.collection.with_untracked(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == selector).cloned())
+    p.collection.with_untracked(|c| {
+        arr(c, "profiles")
+            .iter()
+            .find(|e| s(e, "selector") == selector)
+            .cloned()
+    })
 }
 
 /// How the status line names a profile: the bare id in the project, `global:id` otherwise
 /// (web-editor spec §3.3: "Created/Saved <label>", keeping `global:`).
 fn label(scope: &str, id: &str) -> String {
-    if scope == "global" { format!("global:{id}") } else { id.to_string() }
+    if scope == "global" {
+        format!("global:{id}")
+    } else {
+        id.to_string()
+    }
 }
 
 /// The Preset choices for a profile of `scope`, as `(stored value, selector, scope)`: a
@@ -82,7 +99,11 @@ fn stack_choices(collection: &Value, scope: &str) -> Vec<(String, String, String
         .iter()
         .filter(|st| scope == "project" || s(st, "scope") == "global")
         .map(|st| {
-            let value = if s(st, "scope") == scope { s(st, "id") } else { s(st, "selector") };
+            let value = if s(st, "scope") == scope {
+                s(st, "id")
+            } else {
+                s(st, "selector")
+            };
             (value, s(st, "selector"), s(st, "scope"))
         })
         .collect()
@@ -90,14 +111,21 @@ fn stack_choices(collection: &Value, scope: &str) -> Vec<(String, String, String
 
 /// The scope of the profile being edited (the selector's, or the create scope).
 fn editing_scope(p: Profiles) -> String {
-    match p.editing.with(|e| e.as_ref().and_then(|e| e.selector.clone())) {
-        Some(sel) => sel.split_once(':').map_or("project", |(scope, _)| scope).to_string(),
+    match p
+        .editing
+        .with(|e| e.as_ref().and_then(|e| e.selector.clone()))
+    {
+        Some(sel) => sel
+            .split_once(':')
+            .map_or("project", |(scope, _)| scope)
+            .to_string(),
         None => p.scope.get(),
     }
 }
 
 fn dirty(p: Profiles) -> bool {
-    p.editing.with(|e| e.as_ref().is_some_and(|e| p.draft.with(|d| *d != e.saved)))
+    p.editing
+        .with(|e| e.as_ref().is_some_and(|e| p.draft.with(|d| *d != e.saved)))
 }
 
 #[component]
@@ -125,7 +153,9 @@ pub fn ProfilesSurface() -> impl IntoView {
     // Only the event is tracked: tracking the form too would rerun this on every keystroke
     // (re-raising a dismissed banner) and on every reload it starts (an endless refetch loop).
     Effect::new(move |_| {
-        let Some((key, _rev, origin)) = app.profile_change.get() else { return };
+        let Some((key, _rev, origin)) = app.profile_change.get() else {
+            return;
+        };
         if origin == "self" {
             return;
         }
@@ -141,7 +171,8 @@ pub fn ProfilesSurface() -> impl IntoView {
         });
     });
     Effect::new(move |_| app.profile_dirty.set(dirty(p)));
-    app.profile_save.set(Some(Callback::new(move |_| save(app, p, None))));
+    app.profile_save
+        .set(Some(Callback::new(move |_| save(app, p, None))));
     on_cleanup(move || {
         app.profile_dirty.set(false);
         app.profile_save.set(None);
@@ -184,7 +215,11 @@ fn new_profile(p: Profiles) {
     p.conflict.set(None);
     p.disk_changed.set(false);
     p.draft.set(draft.clone());
-    p.editing.set(Some(Editing { selector: None, revision: None, saved: draft }));
+    p.editing.set(Some(Editing {
+        selector: None,
+        revision: None,
+        saved: draft,
+    }));
 }
 
 fn start_edit(p: Profiles, selector: String) {
@@ -195,7 +230,11 @@ fn start_edit(p: Profiles, selector: String) {
             p.conflict.set(None);
             p.disk_changed.set(false);
             p.draft.set(profile.clone());
-            p.editing.set(Some(Editing { selector: Some(selector), revision: opt_s(&v, "revision"), saved: profile }));
+            p.editing.set(Some(Editing {
+                selector: Some(selector),
+                revision: opt_s(&v, "revision"),
+                saved: profile,
+            }));
         }
     });
 }
@@ -210,7 +249,8 @@ fn ProfileSidebar() -> impl IntoView {
             arr(c, "profiles")
                 .iter()
                 .filter(|e| {
-                    q.is_empty() || s(e, "id").to_lowercase().contains(&q)
+                    q.is_empty()
+                        || s(e, "id").to_lowercase().contains(&q)
                         || jp::get_str(e, "/profile/name").to_lowercase().contains(&q)
                 })
                 .cloned()
@@ -279,12 +319,17 @@ fn ProfileStatus() -> impl IntoView {
     let line = move || {
         p.collection.with(|c| {
             let cur = c.pointer("/status/current").cloned().unwrap_or(Value::Null);
-            let model = cur.get("model").filter(|m| m.is_object())
+            let model = cur
+                .get("model")
+                .filter(|m| m.is_object())
                 .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
                 .unwrap_or_else(|| "no model".into());
-            let thinking = opt_s(&cur, "thinkingLevel").unwrap_or_else(|| "thinking unknown".into());
+            let thinking =
+                opt_s(&cur, "thinkingLevel").unwrap_or_else(|| "thinking unknown".into());
             let stack = opt_s(&cur, "promptStack").unwrap_or_else(|| "no Preset".into());
-            let last = c.pointer("/status/lastApplied").filter(|v| !v.is_null())
+            let last = c
+                .pointer("/status/lastApplied")
+                .filter(|v| !v.is_null())
                 .map(|l| format!("Last applied {}", s(l, "profileId")))
                 .unwrap_or_else(|| "No profile has been applied".into());
             (format!("{model} · {thinking} · {stack}"), last)
@@ -311,7 +356,12 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
     let applicable = b(&preview, "applicable");
     let target = preview.get("target").cloned().unwrap_or(Value::Null);
     let current = preview.get("current").cloned().unwrap_or(Value::Null);
-    let model_text = |v: &Value| v.get("model").filter(|m| m.is_object()).map(|m| format!("{}/{}", s(m, "provider"), s(m, "id"))).unwrap_or_else(|| "—".into());
+    let model_text = |v: &Value| {
+        v.get("model")
+            .filter(|m| m.is_object())
+            .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
+            .unwrap_or_else(|| "—".into())
+    };
     let stack_text = |v: &Value| opt_s(v, "promptStack").unwrap_or_else(|| "none".into());
     // An unresolved reference is shown as written, so the user sees what to fix.
     let wanted = entry_profile_stack(&entry);
@@ -321,10 +371,23 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
         (None, None) => "none".into(),
     };
     let thinking_text = |v: &Value| opt_s(v, "thinkingLevel").unwrap_or_else(|| "—".into());
-    let card = format!("{} · {} · {}", model_text(&target), thinking_text(&target), target_stack);
+    let card = format!(
+        "{} · {} · {}",
+        model_text(&target),
+        thinking_text(&target),
+        target_stack
+    );
     let diagnostics = arr(&entry, "diagnostics").to_vec();
-    let preview_diags: Vec<Value> = arr(&preview, "diagnostics").iter().filter(|d| !diagnostics.contains(d)).cloned().collect();
-    let tools: Vec<String> = arr(&target, "effectiveTools").iter().filter_map(Value::as_str).map(str::to_string).collect();
+    let preview_diags: Vec<Value> = arr(&preview, "diagnostics")
+        .iter()
+        .filter(|d| !diagnostics.contains(d))
+        .cloned()
+        .collect();
+    let tools: Vec<String> = arr(&target, "effectiveTools")
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
     let name = jp::get_str(&entry, "/profile/name");
     let description = jp::get_str(&entry, "/profile/description");
     let revision = s(&entry, "revision");
@@ -341,25 +404,40 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
             body: format!("This deletes {path} from disk. It cannot be undone."),
             confirm: "Delete".into(),
             danger: true,
-            on_confirm: Callback::new(move |_| {
+            on_confirm: std::sync::Arc::new(move || {
                 let sel = sel.clone();
                 let rev = rev.clone();
                 let id = id.clone();
                 spawn_local(async move {
-                    match api::call(Method::Delete, &format!("/api/profiles/{}", seg(&sel)), None, Some(&rev)).await {
+                    match api::call(
+                        Method::Delete,
+                        &format!("/api/profiles/{}", seg(&sel)),
+                        None,
+                        Some(&rev),
+                    )
+                    .await
+                    {
                         Ok(_) => {
                             app.say(format!("Deleted {id}"), Tone::Ok);
                             p.selected.set(None);
                             refresh(app, p);
                         }
-                        Err(e) if e.is_stale() => app.say(format!("Not deleted: {id} changed on disk. Look at the new version first."), Tone::Error),
+                        Err(e) if e.is_stale() => app.say(
+                            format!(
+                                "Not deleted: {id} changed on disk. Look at the new version first."
+                            ),
+                            Tone::Error,
+                        ),
                         Err(e) => app.fail(&e),
                     }
                 });
             }),
         }));
     };
-    let diag_list = diagnostics.into_iter().chain(preview_diags).collect::<Vec<_>>();
+    let diag_list = diagnostics
+        .into_iter()
+        .chain(preview_diags)
+        .collect::<Vec<_>>();
     view! {
         <div class="profile-detail">
             <div class="editor-head">
@@ -407,7 +485,9 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
 }
 
 fn save(app: App, p: Profiles, force: Option<String>) {
-    let Some(editing) = p.editing.get_untracked() else { return };
+    let Some(editing) = p.editing.get_untracked() else {
+        return;
+    };
     if force.is_none() && !dirty(p) && editing.selector.is_some() {
         return;
     }
@@ -417,14 +497,29 @@ fn save(app: App, p: Profiles, force: Option<String>) {
         let result = match &editing.selector {
             Some(sel) => {
                 let rev = force.or(editing.revision.clone());
-                api::call(Method::Put, &format!("/api/profiles/{}", seg(sel)), Some(&json!({ "profile": draft })), rev.as_deref()).await
+                api::call(
+                    Method::Put,
+                    &format!("/api/profiles/{}", seg(sel)),
+                    Some(&json!({ "profile": draft })),
+                    rev.as_deref(),
+                )
+                .await
             }
-            None => api::post("/api/profiles", &json!({ "profile": draft, "scope": p.scope.get_untracked() })).await,
+            None => {
+                api::post(
+                    "/api/profiles",
+                    &json!({ "profile": draft, "scope": p.scope.get_untracked() }),
+                )
+                .await
+            }
         };
         match result {
             Ok(view) => {
                 let created = editing.selector.is_none();
-                app.say(format!("{} {id}", if created { "Created" } else { "Saved" }), Tone::Ok);
+                app.say(
+                    format!("{} {id}", if created { "Created" } else { "Saved" }),
+                    Tone::Ok,
+                );
                 p.editing.set(None);
                 p.conflict.set(None);
                 p.selected.set(Some(s(&view, "selector")));
@@ -450,7 +545,10 @@ fn ProfileEditor() -> impl IntoView {
         p.draft.update(|d| jp::set(d, path, v));
         p.validation.set(None);
     };
-    let text_input = move |path: &'static str, name: &'static str, label: &'static str, list: Option<&'static str>| {
+    let text_input = move |path: &'static str,
+                           name: &'static str,
+                           label: &'static str,
+                           list: Option<&'static str>| {
         view! {
             <label class="field">
                 <span class="label">{label}</span>
@@ -462,14 +560,20 @@ fn ProfileEditor() -> impl IntoView {
     let validate = move |_| {
         let draft = p.draft.get_untracked();
         let mut body = json!({ "profile": draft, "scope": p.scope.get_untracked() });
-        if let Some(sel) = p.editing.with_untracked(|e| e.as_ref().and_then(|e| e.selector.clone())) {
+        if let Some(sel) = p
+            .editing
+            .with_untracked(|e| e.as_ref().and_then(|e| e.selector.clone()))
+        {
             body["existingId"] = json!(sel);
         }
         spawn_local(async move {
             match api::post("/api/profiles/validate", &body).await {
                 Ok(v) => {
                     let valid = b(&v, "valid");
-                    let ready = valid && v.pointer("/preview/applicable").and_then(Value::as_bool).unwrap_or(false);
+                    let ready = valid
+                        && v.pointer("/preview/applicable")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false);
                     let (errors, warnings) = (n(&v, "errors"), n(&v, "warnings"));
                     let plural = |k: u64| if k == 1 { "" } else { "s" };
                     let text = if errors > 0 || !valid {
@@ -481,7 +585,8 @@ fn ProfileEditor() -> impl IntoView {
                     } else {
                         "Valid, but it cannot be applied yet".into()
                     };
-                    p.validation.set(Some((text, arr(&v, "diagnostics").to_vec(), ready)));
+                    p.validation
+                        .set(Some((text, arr(&v, "diagnostics").to_vec(), ready)));
                 }
                 Err(e) => app.fail(&e),
             }
@@ -498,7 +603,7 @@ fn ProfileEditor() -> impl IntoView {
                 body: "Your unsaved changes will be lost.".into(),
                 confirm: "Discard changes".into(),
                 danger: true,
-                on_confirm: Callback::new(move |_| close()),
+                on_confirm: std::sync::Arc::new(close),
             }));
         } else {
             close();
@@ -506,13 +611,20 @@ fn ProfileEditor() -> impl IntoView {
     };
     let id_problem = move || {
         let id = get("/id");
-        is_new().then(|| id_problem_profiles(p.collection, &id, &p.scope.get())).flatten()
+        is_new()
+            .then(|| id_problem_profiles(p.collection, &id, &p.scope.get()))
+            .flatten()
     };
     // The choices as the file stores them: a same-scope stack by its bare id, a global one from
     // a project profile as `global:x`. A global profile may only use global stacks.
     let stacks = move || p.collection.with(|c| stack_choices(c, &editing_scope(p)));
     let models = move || {
-        p.collection.with(|c| arr(c, "models").iter().map(|m| (s(m, "provider"), s(m, "id"))).collect::<Vec<_>>())
+        p.collection.with(|c| {
+            arr(c, "models")
+                .iter()
+                .map(|m| (s(m, "provider"), s(m, "id")))
+                .collect::<Vec<_>>()
+        })
     };
     view! {
         <div class="profile-editor">

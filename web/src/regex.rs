@@ -10,7 +10,11 @@ use crate::state::{app, level_class, StackEditor};
 use crate::widgets::{check_field, select_field, text_field};
 
 fn rule_count(ed: StackEditor) -> usize {
-    ed.draft.with(|d| jp::get(d, "/regex/rules").and_then(Value::as_array).map_or(0, Vec::len))
+    ed.draft.with(|d| {
+        jp::get(d, "/regex/rules")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    })
 }
 
 fn move_rule(ed: StackEditor, from: usize, to: usize) {
@@ -31,9 +35,15 @@ pub fn RegexTab() -> impl IntoView {
     let count = Memo::new(move |_| rule_count(ed));
     let add = move |_| {
         let ids: Vec<String> = ed.draft.with_untracked(|d| {
-            jp::get(d, "/regex/rules").and_then(Value::as_array).map(|a| a.iter().map(|r| jp::get_str(r, "/id")).collect()).unwrap_or_default()
+            jp::get(d, "/regex/rules")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(|r| jp::get_str(r, "/id")).collect())
+                .unwrap_or_default()
         });
-        let id = (1..).map(|n| format!("rule-{n}")).find(|c| !ids.contains(c)).unwrap_or_default();
+        let id = (1..)
+            .map(|n| format!("rule-{n}"))
+            .find(|c| !ids.contains(c))
+            .unwrap_or_default();
         ed.draft.update(|d| {
             if jp::get(d, "/regex/schemaVersion").is_none() {
                 jp::set(d, "/regex/schemaVersion", Some(json!(1)));
@@ -58,7 +68,10 @@ pub fn RegexTab() -> impl IntoView {
 fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
     let ed = app().editor;
     let base = format!("/regex/rules/{i}");
-    let id = move || ed.draft.with(|d| jp::get_str(d, &format!("/regex/rules/{i}/id")));
+    let id = move || {
+        ed.draft
+            .with(|d| jp::get_str(d, &format!("/regex/rules/{i}/id")))
+    };
     // Diagnostics naming this rule ("Regex rule <id> ..." / "regex rule <n> ...").
     let problems = move || {
         let id = id();
@@ -68,7 +81,11 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         ed.diagnostics.with(|ds| {
             ds.iter()
                 .filter(|d| d.level != Level::Info)
-                .filter(|d| (!id.is_empty() && d.message.starts_with(&by_id)) || d.message.starts_with(&by_n) || d.message == dup)
+                .filter(|d| {
+                    (!id.is_empty() && d.message.starts_with(&by_id))
+                        || d.message.starts_with(&by_n)
+                        || d.message == dup
+                })
                 .map(|d| (d.level, d.message.clone()))
                 .collect::<Vec<_>>()
         })
@@ -91,7 +108,9 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         if pattern.is_empty() {
             return Some(Err("Enter a pattern first.".to_string()));
         }
-        Some(crate::jsregex::try_replace(&pattern, &flags, &replace, &text))
+        Some(crate::jsregex::try_replace(
+            &pattern, &flags, &replace, &text,
+        ))
     };
     let remove = move |_| {
         ed.set(&format!("/regex/rules/{i}"), None);
@@ -105,9 +124,16 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         })
     };
     let toggle_target = move |t: &'static str, on: bool| {
-        let mut list: Vec<&str> = ["system", "messages"].into_iter().filter(|x| if *x == t { on } else { targets(x) }).collect();
+        let mut list: Vec<&str> = ["system", "messages"]
+            .into_iter()
+            .filter(|x| if *x == t { on } else { targets(x) })
+            .collect();
         list.dedup();
-        let value = if list.len() == 2 { None } else { Some(json!(list)) };
+        let value = if list.len() == 2 {
+            None
+        } else {
+            Some(json!(list))
+        };
         ed.set(&format!("/regex/rules/{i}/targets"), value);
     };
     let number = move |key: &'static str, label: &'static str| {
@@ -126,7 +152,10 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
             </label>
         }
     };
-    let stage = move || ed.draft.with(|d| jp::get_str(d, &format!("/regex/rules/{i}/stage")));
+    let stage = move || {
+        ed.draft
+            .with(|d| jp::get_str(d, &format!("/regex/rules/{i}/stage")))
+    };
     view! {
         <section class="card rule" data-rule=i class:has-errors=move || problems().iter().any(|(l, _)| *l == Level::Error)>
             <div class="rule-head">

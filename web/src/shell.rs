@@ -154,7 +154,9 @@ fn StackSidebar() -> impl IntoView {
                 .filter(|r| {
                     q.is_empty()
                         || r.id.to_lowercase().contains(&q)
-                        || r.name.as_deref().is_some_and(|n| n.to_lowercase().contains(&q))
+                        || r.name
+                            .as_deref()
+                            .is_some_and(|n| n.to_lowercase().contains(&q))
                 })
                 .cloned()
                 .collect::<Vec<_>>()

@@ -113,7 +113,9 @@ pub enum Dialog {
         body: String,
         confirm: String,
         danger: bool,
-        on_confirm: Callback<()>,
+        /// Plain shared closure, not a reactive `Callback`: the view that opened the dialog
+        /// may be gone (re-rendered) by the time the user confirms.
+        on_confirm: std::sync::Arc<dyn Fn() + Send + Sync>,
     },
     NewStack,
     Fork,
@@ -204,7 +206,8 @@ impl StackEditor {
 
     /// Drops buffers whose key starts with `prefix` (a removed item, rule or parameter).
     pub fn clear_buffers(&self, prefix: &str) {
-        self.buffers.update(|b| b.retain(|k, _| !k.starts_with(prefix)));
+        self.buffers
+            .update(|b| b.retain(|k, _| !k.starts_with(prefix)));
     }
 
     pub fn can_save(&self) -> bool {
@@ -294,7 +297,7 @@ impl App {
             body: format!("You have unsaved changes. {what} discards them."),
             confirm: "Discard changes".into(),
             danger: true,
-            on_confirm: Callback::new(move |_| then()),
+            on_confirm: std::sync::Arc::new(then),
         }));
     }
 }
@@ -308,9 +311,11 @@ pub fn refresh_stacks(app: App) {
     spawn_local(async move {
         match api::get("/api/stacks").await {
             Ok(v) => {
-                let rows: Vec<StackRow> = arr(&v, "stacks").iter().map(StackRow::from_json).collect();
+                let rows: Vec<StackRow> =
+                    arr(&v, "stacks").iter().map(StackRow::from_json).collect();
                 app.active_id.set(opt_s(&v, "activeId"));
-                app.trusted.set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
+                app.trusted
+                    .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
                 app.cwd.set(s(&v, "cwd"));
                 app.stacks.set(rows);
                 let first_load = !app.stacks_loaded.get_untracked();
@@ -324,14 +329,20 @@ pub fn refresh_stacks(app: App) {
                     });
                 }
                 app.stacks_loaded.set(true);
-                let open = app.editor.loaded.with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
+                let open = app
+                    .editor
+                    .loaded
+                    .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
                 match open {
                     None => {
                         let pick = app.stacks.with_untracked(|rows| {
                             let active = app.active_id.get_untracked();
                             rows.iter()
                                 .find(|r| Some(&r.selector) == active.as_ref())
-                                .or_else(|| rows.iter().find(|r| r.scope == app.scope.get_untracked().as_str()))
+                                .or_else(|| {
+                                    rows.iter()
+                                        .find(|r| r.scope == app.scope.get_untracked().as_str())
+                                })
                                 .or_else(|| rows.first())
                                 .map(|r| r.selector.clone())
                         });
@@ -342,7 +353,9 @@ pub fn refresh_stacks(app: App) {
                         }
                     }
                     Some(sel) => {
-                        let exists = app.stacks.with_untracked(|rows| rows.iter().any(|r| r.selector == sel));
+                        let exists = app
+                            .stacks
+                            .with_untracked(|rows| rows.iter().any(|r| r.selector == sel));
                         if !exists && !app.editor.dirty.get_untracked() {
                             close_stack(app);
                             refresh_stacks(app);

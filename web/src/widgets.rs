@@ -92,7 +92,8 @@ pub fn select_field(
     // A value the choices do not list (a newer Pi's) stays selectable.
     let extra = move || {
         let current = ed.draft.with(|d| jp::get_str(d, &read2));
-        (!current.is_empty()).then(|| view! { <option value=current.clone()>{current.clone()}</option> })
+        (!current.is_empty())
+            .then(|| view! { <option value=current.clone()>{current.clone()}</option> })
     };
     view! {
         <label class="field">
