@@ -250,19 +250,20 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
         1
     );
 
-    // Regex: a new history rule Browser → Typed has no problems.
+    // Regex: a new rule (compiled stage, messages, as the original editor adds it) turned into a
+    // history rule Browser → Typed has no problems.
     tab(&browser, "Regex").await;
     browser.click("button.add-rule").await;
     browser.wait_css(".rule[data-rule='0']").await;
     assert_eq!(
         texts(&browser, ".rule[data-rule='0'] .rule-problems li").await,
-        ["Regex rule rule-1 pattern must be a non-empty string."]
+        ["Regex rule regex-1 pattern must be a non-empty string."]
     );
     browser.fill("select[name=rule-stage]", "history").await;
     browser.fill("input[name=rule-pattern]", "Browser").await;
     browser.fill("input[name=rule-replace]", "Typed").await;
     wait_count(&browser, ".rule .rule-problems", 0).await;
-    assert_eq!(browser.value("input[name=rule-id]").await, "rule-1");
+    assert_eq!(browser.value("input[name=rule-id]").await, "regex-1");
 
     // Save: clean, announced, and the file holds exactly the draft.
     browser.click("button.save").await;
@@ -273,7 +274,10 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     want["tools"] = json!({ "allow": ["read"] });
     want["regex"] = json!({
         "schemaVersion": 1,
-        "rules": [{ "id": "rule-1", "stage": "history", "pattern": "Browser", "replace": "Typed" }]
+        "rules": [{
+            "id": "regex-1", "stage": "history", "effect": "outgoing", "targets": ["messages"],
+            "pattern": "Browser", "replace": "Typed"
+        }]
     });
     let saved = server.read_json(&stack_path("default"));
     assert_eq!(saved, want);
@@ -1488,6 +1492,30 @@ async fn discard_confirm_survives_a_stack_list_refresh() {
     wait_status(&browser, "Loaded beta").await;
     wait_eq(&browser, ".stack-title", "Beta two").await;
 
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// Removing the last regex rule removes the `regex` member (as the original editor did); a
+/// `regex` object that holds something else is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_the_last_regex_rule_drops_the_regex_member() {
+    let mut only = stack("only", "Only", "Text.");
+    only["regex"] = json!({
+        "schemaVersion": 1,
+        "rules": [{ "id": "x", "stage": "history", "pattern": "a", "replace": "b" }]
+    });
+    let (server, browser) = start(&[only.clone()], "only").await;
+    tab(&browser, "Regex").await;
+    browser
+        .click(".rule[data-rule='0'] button[aria-label='Remove rule']")
+        .await;
+    wait_count(&browser, ".rule", 0).await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved only").await;
+    let mut want = only.clone();
+    want.as_object_mut().unwrap().shift_remove("regex");
+    assert_eq!(server.read_json(&stack_path("only")), want);
     browser.assert_no_errors().await;
     browser.close().await;
 }

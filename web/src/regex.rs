@@ -41,7 +41,7 @@ pub fn RegexTab() -> impl IntoView {
                 .unwrap_or_default()
         });
         let id = (1..)
-            .map(|n| format!("rule-{n}"))
+            .map(|n| format!("regex-{n}"))
             .find(|c| !ids.contains(c))
             .unwrap_or_default();
         ed.draft.update(|d| {
@@ -49,7 +49,7 @@ pub fn RegexTab() -> impl IntoView {
                 jp::set(d, "/regex/schemaVersion", Some(json!(1)));
             }
             if let Some(rules) = jp::array_mut(d, "/regex/rules") {
-                rules.push(json!({ "id": id, "stage": "history", "pattern": "", "replace": "" }));
+                rules.push(json!({ "id": id, "stage": "compiled", "effect": "outgoing", "targets": ["messages"], "pattern": "", "replace": "" }));
             }
         });
     };
@@ -113,7 +113,20 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         ))
     };
     let remove = move |_| {
-        ed.set(&format!("/regex/rules/{i}"), None);
+        ed.draft.update(|d| {
+            jp::set(d, &format!("/regex/rules/{i}"), None);
+            // No rules left: drop the whole `regex` member (as the original editor does),
+            // unless it holds something besides `rules` and `schemaVersion`.
+            let empty = jp::get(d, "/regex/rules")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty);
+            let only_known = jp::get(d, "/regex")
+                .and_then(Value::as_object)
+                .is_some_and(|o| o.keys().all(|k| k == "rules" || k == "schemaVersion"));
+            if empty && only_known {
+                jp::set(d, "/regex", None);
+            }
+        });
         ed.clear_buffers("rule:");
     };
     let targets = move |t: &'static str| {

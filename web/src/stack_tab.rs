@@ -83,7 +83,7 @@ fn Parameters() -> impl IntoView {
         let m = member();
         let existing = names.get_untracked();
         let name = (1..)
-            .map(|n| format!("param{n}"))
+            .map(|n| format!("var{n}"))
             .find(|c| !existing.contains(c))
             .unwrap_or_default();
         let value = Value::String(String::new());
