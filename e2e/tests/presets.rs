@@ -1519,3 +1519,322 @@ async fn removing_the_last_regex_rule_drops_the_regex_member() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// 12. Races and lost keystrokes
+// ---------------------------------------------------------------------------------------------
+
+/// Delays the answer of the next request whose method is `method` and whose path matches the
+/// regular expression `path` by `ms`; `window.__gate.state` goes `armed` → `pending` → `done`
+/// (250 ms after the app received the late answer). Every request's `METHOD path` is logged in
+/// `window.__requests`.
+const GATE: &str = r#"
+const [method, path, ms] = arguments;
+window.__gate = { state: 'armed', method, path: new RegExp(path), ms };
+window.__requests = window.__requests || [];
+if (!window.__gateFetch) {
+  window.__gateFetch = window.fetch;
+  window.fetch = function (input, init) {
+    const orig = window.__gateFetch;
+    const req = input instanceof Request ? input : new Request(input, init);
+    const p = new URL(req.url).pathname;
+    window.__requests.push(req.method + ' ' + p);
+    const g = window.__gate;
+    if (g.state !== 'armed' || req.method !== g.method || !g.path.test(p)) return orig(req);
+    g.state = 'pending';
+    return orig(req).then((resp) => new Promise((resolve) => setTimeout(() => {
+      resolve(resp);
+      setTimeout(() => { g.state = 'done'; }, 250);
+    }, g.ms)));
+  };
+}
+return true;
+"#;
+
+async fn gate(browser: &Browser, method: &str, path: &str, ms: u64) {
+    browser
+        .js(GATE, vec![json!(method), json!(path), json!(ms)])
+        .await;
+}
+
+async fn wait_gate(browser: &Browser, state: &str) {
+    browser
+        .wait_js("gated request", "return window.__gate.state;", json!(state))
+        .await;
+}
+
+/// Records whether an element matching `css` ever appears (in `window.__seen[css]`).
+async fn watch_for(browser: &Browser, css: &str) {
+    browser
+        .js(
+            "const css = arguments[0]; window.__seen = window.__seen || {}; window.__seen[css] = !!document.querySelector(css); \
+             new MutationObserver(() => { if (document.querySelector(css)) window.__seen[css] = true; }) \
+               .observe(document.body, { subtree: true, childList: true }); return true;",
+            vec![json!(css)],
+        )
+        .await;
+}
+
+async fn seen(browser: &Browser, css: &str) -> bool {
+    browser
+        .js("return window.__seen[arguments[0]];", vec![json!(css)])
+        .await
+        == json!(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_stack_load_never_replaces_a_later_choice() {
+    let stacks = [
+        stack("alpha", "Alpha", "Alpha text."),
+        stack("beta", "Beta", "Beta text."),
+        stack("gamma", "Gamma", "Gamma text."),
+    ];
+    let (_server, browser) = start(&stacks, "alpha").await;
+    gate(&browser, "GET", "/api/stacks/project%3Abeta$", 1500).await;
+    browser
+        .click(".stack-row[data-selector='project:beta']")
+        .await;
+    wait_gate(&browser, "pending").await;
+    browser
+        .click(".stack-row[data-selector='project:gamma']")
+        .await;
+    wait_status(&browser, "Loaded gamma").await;
+    wait_gate(&browser, "done").await;
+    assert_eq!(browser.text(".stack-title").await.as_deref(), Some("Gamma"));
+    assert_eq!(
+        browser.text(".stack-row[aria-current=true] .row-id").await.as_deref(),
+        Some("gamma")
+    );
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Gamma text."
+    );
+    assert_eq!(browser.text(".topbar .status").await.as_deref(), Some("Loaded gamma"));
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
+    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    watch_for(&browser, ".disk-changed").await;
+    gate(&browser, "PUT", "/api/stacks/", 1500).await;
+    browser.fill("textarea[name=item-content]", "Two.").await;
+    browser.click("button.save").await;
+    wait_gate(&browser, "pending").await;
+    browser.fill("textarea[name=item-content]", "Two. Three.").await;
+    wait_gate(&browser, "done").await;
+    wait_status(&browser, "Saved alpha").await;
+    let mut saved = stack("alpha", "Alpha", "Two.");
+    wait_file(&server, &stack_path("alpha"), &saved).await;
+    // The later keystrokes are still there, and still unsaved; our own save's change event
+    // never raised the "changed on disk" banner.
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Two. Three."
+    );
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    assert!(!seen(&browser, ".disk-changed").await, "the banner flashed");
+    browser.click("button.save").await;
+    saved["items"][0]["content"] = json!("Two. Three.");
+    wait_file(&server, &stack_path("alpha"), &saved).await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+    assert_eq!(browser.count(".conflict").await, 0);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
+    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    gate(&browser, "PUT", "/api/stacks/", 800).await;
+    browser.fill("textarea[name=item-content]", "Two.").await;
+    browser
+        .js(
+            "for (let i = 0; i < 2; i++) window.dispatchEvent(new KeyboardEvent('keydown', { key: 's', ctrlKey: true, bubbles: true })); return true;",
+            vec![],
+        )
+        .await;
+    wait_gate(&browser, "done").await;
+    wait_status(&browser, "Saved alpha").await;
+    wait_file(&server, &stack_path("alpha"), &stack("alpha", "Alpha", "Two.")).await;
+    let puts = browser
+        .js(
+            "return window.__requests.filter(r => r.startsWith('PUT ')).length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(puts, json!(1));
+    assert_eq!(browser.count(".conflict").await, 0);
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_answer_never_replaces_keystrokes_typed_while_it_was_in_flight() {
+    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    gate(&browser, "GET", "/api/stacks/project%3Aalpha$", 1500).await;
+    let external = stack("alpha", "Alpha", "Changed elsewhere.");
+    server.write_external(&stack_path("alpha"), &pretty(&external));
+    wait_gate(&browser, "pending").await;
+    browser.fill("textarea[name=item-content]", "Mine.").await;
+    wait_gate(&browser, "done").await;
+    browser.wait_css(".disk-changed").await;
+    assert_eq!(browser.value("textarea[name=item-content]").await, "Mine.");
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    // The banner's reload takes the external version.
+    browser.click(".disk-changed button.reload-disk").await;
+    wait_status(&browser, "Loaded alpha").await;
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Changed elsewhere."
+    );
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
+    let mut params = stack("params", "Params", "Tone: {{ parameters.tone }}");
+    params["parameters"] = json!({ "tone": "calm", "other": 1 });
+    let (server, browser) = start(std::slice::from_ref(&params), "params").await;
+    tab(&browser, "Stack").await;
+    let first = ".param-row:nth-child(1)";
+    browser
+        .fill(&format!("{first} textarea[name=param-value]"), "\"warm")
+        .await;
+    wait_count(&browser, &format!("{first} .param-value .field-error"), 1).await;
+    browser
+        .fill(&format!("{first} input[name=param-name]"), "mood")
+        .await;
+    browser
+        .wait_js(
+            "renamed",
+            "return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);",
+            json!(["mood", "other"]),
+        )
+        .await;
+    // The unparsed text moved with the parameter: shown, flagged, and fixable.
+    assert_eq!(
+        browser
+            .value(&format!("{first} textarea[name=param-value]"))
+            .await,
+        "\"warm"
+    );
+    assert_eq!(browser.count(".param-value .field-error").await, 1);
+    assert!(!browser.enabled("button.save").await);
+    browser
+        .fill(&format!("{first} textarea[name=param-value]"), "\"warm\"")
+        .await;
+    wait_count(&browser, ".field-error", 0).await;
+    browser
+        .wait_js(
+            "Save enabled",
+            "return !document.querySelector('button.save').disabled;",
+            json!(true),
+        )
+        .await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved params").await;
+    let mut want = params.clone();
+    want["parameters"] = json!({ "mood": "warm", "other": 1 });
+    assert_eq!(server.read_json(&stack_path("params")), want);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_an_item_keeps_another_items_unparsed_options() {
+    let (_server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    // The slot (item 1): options as invalid JSON.
+    browser.click(".item-row[data-index='1']").await;
+    browser.click(".slot-editor button.json-view").await;
+    browser
+        .fill("textarea[name=slot-options-json]", "{\"maxMessages\": ")
+        .await;
+    browser.wait_css(".slot-editor .field-error").await;
+    // A new block after item 0 pushes the slot to index 2; its text follows it.
+    browser.click(".item-row[data-index='0']").await;
+    browser.click("button.add-block").await;
+    wait_count(&browser, ".item-row", 3).await;
+    assert_eq!(item_titles(&browser).await, ["intro", "block-1", "history"]);
+    browser.click(".item-row[data-index='2']").await;
+    assert_eq!(
+        browser.value("textarea[name=slot-options-json]").await,
+        "{\"maxMessages\": "
+    );
+    browser.wait_css(".slot-editor .field-error").await;
+    assert!(!browser.enabled("button.save").await);
+    // Removing the new block moves it back to index 1, text included.
+    browser.click(".item-row[data-index='1']").await;
+    browser.click("button.remove-item").await;
+    wait_count(&browser, ".item-row", 2).await;
+    browser.click(".item-row[data-index='1']").await;
+    assert_eq!(
+        browser.value("textarea[name=slot-options-json]").await,
+        "{\"maxMessages\": "
+    );
+    assert!(!browser.enabled("button.save").await);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_valid_json_is_not_reformatted_under_the_caret() {
+    let mut params = stack("params", "Params", "{{ parameters.list }}");
+    params["parameters"] = json!({ "list": "" });
+    let (server, browser) = start(std::slice::from_ref(&params), "params").await;
+    tab(&browser, "Stack").await;
+    let field = "textarea[name=param-value]";
+    browser.click(field).await;
+    keys(
+        &browser,
+        field,
+        &format!("{}a{}", Key::Control, Key::Control),
+    )
+    .await;
+    keys(&browser, field, "[1, 2]").await;
+    assert_eq!(browser.value(field).await, "[1, 2]");
+    // Back to just after the 1, then type two zeros.
+    let left = Key::Left.to_string();
+    keys(&browser, field, &format!("{}00", left.repeat(4))).await;
+    assert_eq!(browser.value(field).await, "[100, 2]");
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved params").await;
+    let mut want = params.clone();
+    want["parameters"] = json!({ "list": [100, 2] });
+    assert_eq!(server.read_json(&stack_path("params")), want);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tab_from_a_renamed_parameter_lands_in_its_value() {
+    let mut params = stack("params", "Params", "{{ parameters.tone }}");
+    params["parameters"] = json!({ "tone": "\"calm\"" });
+    let (_server, browser) = start(std::slice::from_ref(&params), "params").await;
+    tab(&browser, "Stack").await;
+    let name = ".param-row:nth-child(1) input[name=param-name]";
+    browser.click(name).await;
+    keys(&browser, name, &format!("x{}", Key::Tab)).await;
+    browser
+        .wait_js(
+            "renamed",
+            "return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);",
+            json!(["tonex"]),
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "const e = document.activeElement; return e ? e.tagName + '.' + (e.name || '') : null;",
+                vec![]
+            )
+            .await,
+        json!("TEXTAREA.param-value")
+    );
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

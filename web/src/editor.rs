@@ -211,7 +211,14 @@ fn delete_stack(app: state::App, l: state::Loaded) {
         let path = format!("/api/stacks/{}", seg(&l.selector));
         match api::call(api::Method::Delete, &path, None, Some(&l.revision)).await {
             Ok(_) => {
-                state::close_stack(app);
+                // Another Preset may have been opened meanwhile; it stays open.
+                let still_open = app
+                    .editor
+                    .loaded
+                    .with_untracked(|o| o.as_ref().is_some_and(|o| o.selector == l.selector));
+                if still_open {
+                    state::close_stack(app);
+                }
                 app.say(format!("Deleted {}", l.id), Tone::Ok);
                 state::refresh_stacks(app);
             }

@@ -90,7 +90,8 @@ fn add_item(ed: StackEditor, kind: &str) {
             items.insert(at, item);
         }
     });
-    ed.clear_buffers("item:");
+    // Unparsed option text follows its item.
+    ed.reindex_buffers("item:", |i| Some(if i >= at { i + 1 } else { i }));
     ed.item.set(Some(at));
     focus_later(format!(".item-row[data-index='{at}']"));
 }
@@ -251,7 +252,11 @@ fn ItemEditor(i: usize) -> impl IntoView {
                 }
             }
         });
-        ed.clear_buffers("item:");
+        ed.reindex_buffers("item:", |j| match j.cmp(&i) {
+            std::cmp::Ordering::Less => Some(j),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => Some(j - 1),
+        });
         let n = item_count(ed);
         ed.item.set(if n == 0 { None } else { Some(i.min(n - 1)) });
     };

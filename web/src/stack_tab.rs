@@ -109,7 +109,13 @@ fn Parameters() -> impl IntoView {
 }
 
 /// Renames the key at `idx` of the object at `/member`, keeping its position.
-fn rename_key(ed: StackEditor, member: &str, idx: usize, to: &str) {
+fn rename_key(ed: StackEditor, member: &str, idx: usize, from: &str, to: &str) {
+    // Unparsed value text moves with its parameter.
+    ed.buffers.update(|b| {
+        if let Some(v) = b.remove(&format!("{member}:{from}")) {
+            b.insert(format!("{member}:{to}"), v);
+        }
+    });
     ed.draft.update(|d| {
         if let Some(Value::Object(obj)) = d.pointer_mut(&format!("/{member}")) {
             let entries: Vec<(String, Value)> = std::mem::take(obj).into_iter().collect();
@@ -190,7 +196,7 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
     let on_commit = move |e: leptos::ev::Event| {
         let t = event_target_value(&e);
         if check2(&t) && t != current {
-            rename_key(ed, member, idx, &t);
+            rename_key(ed, member, idx, &current, &t);
         }
     };
     let remove = {
@@ -201,6 +207,12 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
             ed.set(&value_path, None);
             ed.set_buffer(&name_key, String::new(), None);
             ed.set_buffer(&value_key, String::new(), None);
+            // The rows below move up one: their unparsed names follow them.
+            ed.reindex_buffers(&format!("{member}-name:"), |j| match j.cmp(&idx) {
+                std::cmp::Ordering::Less => Some(j),
+                std::cmp::Ordering::Equal => None,
+                std::cmp::Ordering::Greater => Some(j - 1),
+            });
         }
     };
     let value_editor = if member == "parameters" {

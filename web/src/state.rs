@@ -137,6 +137,13 @@ pub struct StackEditor {
     pub dirty: Memo<bool>,
     pub diagnostics: Memo<Vec<Diagnostic>>,
     pub errors: Memo<usize>,
+    /// The newest load (or direct fill) of the editor; an answer to an older one is dropped.
+    load_seq: StoredValue<u64>,
+    /// The newest load whose answer has arrived (`!= load_seq`: a load is in flight).
+    load_done: StoredValue<u64>,
+    /// A change event for the open stack that arrived while a save was in flight (it may be
+    /// that save's own event, which arrives before the PUT's answer); replayed after it.
+    pending_change: StoredValue<Option<(String, Option<String>)>>,
 }
 
 impl StackEditor {
@@ -185,7 +192,52 @@ impl StackEditor {
             dirty,
             diagnostics,
             errors,
+            load_seq: StoredValue::new(0),
+            load_done: StoredValue::new(0),
+            pending_change: StoredValue::new(None),
         }
+    }
+
+    /// Starts a new load generation: answers to older loads and saves are dropped.
+    fn next_load(&self) -> u64 {
+        let my = self.load_seq.get_value() + 1;
+        self.load_seq.set_value(my);
+        my
+    }
+
+    fn load_pending(&self) -> bool {
+        self.load_seq.get_value() != self.load_done.get_value()
+    }
+
+    /// Moves buffers of `prefix<index>:…` keys to `map(index)` (`None` drops them): items or
+    /// parameters inserted or removed before them.
+    pub fn reindex_buffers(&self, prefix: &str, map: impl Fn(usize) -> Option<usize>) {
+        self.buffers.update(|b| {
+            let keys: Vec<String> = b
+                .keys()
+                .filter(|k| k.starts_with(prefix))
+                .cloned()
+                .collect();
+            let mut moved = Vec::new();
+            for k in keys {
+                let rest = &k[prefix.len()..];
+                let (idx, tail) = rest
+                    .split_once(':')
+                    .map_or((rest, None), |(i, t)| (i, Some(t)));
+                let Ok(i) = idx.parse::<usize>() else {
+                    continue;
+                };
+                let v = b.remove(&k).unwrap_or_default();
+                if let Some(j) = map(i) {
+                    let key = match tail {
+                        Some(t) => format!("{prefix}{j}:{t}"),
+                        None => format!("{prefix}{j}"),
+                    };
+                    moved.push((key, v));
+                }
+            }
+            b.extend(moved);
+        });
     }
 
     /// Changes the draft at a JSON pointer (`None` removes the member).
@@ -242,6 +294,8 @@ pub struct App {
     /// The profiles surface has unsaved edits (for the surface-switch guard and Ctrl+S).
     pub profile_dirty: RwSignal<bool>,
     pub profile_save: RwSignal<Option<Callback<()>>>,
+    /// The newest stack-list request; an older answer arriving later is dropped.
+    list_seq: StoredValue<u64>,
 }
 
 impl App {
@@ -265,6 +319,7 @@ impl App {
             profile_change: RwSignal::new(None),
             profile_dirty: RwSignal::new(false),
             profile_save: RwSignal::new(None),
+            list_seq: StoredValue::new(0),
         }
     }
 
@@ -308,8 +363,15 @@ pub fn app() -> App {
 
 /// Refetches the stack list; when nothing is open, opens the active stack or the first one.
 pub fn refresh_stacks(app: App) {
+    let my = app.list_seq.get_value() + 1;
+    app.list_seq.set_value(my);
+    let loads_before = app.editor.load_seq.get_value();
     spawn_local(async move {
-        match api::get("/api/stacks").await {
+        let result = api::get("/api/stacks").await;
+        if app.list_seq.get_value() != my {
+            return; // a newer list was asked for
+        }
+        match result {
             Ok(v) => {
                 let rows: Vec<StackRow> =
                     arr(&v, "stacks").iter().map(StackRow::from_json).collect();
@@ -334,6 +396,8 @@ pub fn refresh_stacks(app: App) {
                     .loaded
                     .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
                 match open {
+                    // A stack the user chose is on its way.
+                    None if app.editor.load_pending() => {}
                     None => {
                         let pick = app.stacks.with_untracked(|rows| {
                             let active = app.active_id.get_untracked();
@@ -356,7 +420,10 @@ pub fn refresh_stacks(app: App) {
                         let exists = app
                             .stacks
                             .with_untracked(|rows| rows.iter().any(|r| r.selector == sel));
-                        if !exists && !app.editor.dirty.get_untracked() {
+                        // A list asked for before the open stack was created or loaded may not
+                        // hold it yet.
+                        let opened_since = app.editor.load_seq.get_value() != loads_before;
+                        if !exists && !opened_since && !app.editor.dirty.get_untracked() {
                             close_stack(app);
                             refresh_stacks(app);
                         }
@@ -371,6 +438,8 @@ pub fn refresh_stacks(app: App) {
 /// Clears the editor (the open stack is gone).
 pub fn close_stack(app: App) {
     let ed = app.editor;
+    let my = ed.next_load();
+    ed.load_done.set_value(my);
     ed.loaded.set(None);
     ed.draft.set(Value::Null);
     ed.buffers.set(BTreeMap::new());
@@ -379,19 +448,31 @@ pub fn close_stack(app: App) {
     ed.conflict.set(None);
 }
 
-/// Fills the editor from a stack view (`GET /api/stacks/:sel` or a write's answer).
-pub fn apply_view(app: App, view: &Value, keep_item: bool) {
-    let ed = app.editor;
-    let stack = view.get("stack").cloned().unwrap_or(Value::Null);
-    let loaded = Loaded {
+/// The saved side described by a stack view (`GET /api/stacks/:sel` or a write's answer).
+fn loaded_from(view: &Value) -> Loaded {
+    Loaded {
         selector: s(view, "selector"),
         id: s(view, "id"),
         scope: s(view, "scope"),
         path: s(view, "path"),
         revision: s(view, "revision"),
-        saved: stack.clone(),
+        saved: view.get("stack").cloned().unwrap_or(Value::Null),
         server_diagnostics: arr(view, "diagnostics").to_vec(),
-    };
+    }
+}
+
+/// Fills the editor from a stack view (a create, fork or import answer): any load or save
+/// still in flight is superseded.
+pub fn apply_view(app: App, view: &Value, keep_item: bool) {
+    let my = app.editor.next_load();
+    app.editor.load_done.set_value(my);
+    fill(app, view, keep_item);
+}
+
+fn fill(app: App, view: &Value, keep_item: bool) {
+    let ed = app.editor;
+    let loaded = loaded_from(view);
+    let stack = loaded.saved.clone();
     let count = arr(&stack, "items").len();
     ed.draft.set(stack);
     ed.buffers.set(BTreeMap::new());
@@ -407,22 +488,61 @@ pub fn apply_view(app: App, view: &Value, keep_item: bool) {
     ed.loaded.set(Some(loaded));
 }
 
-/// Loads `selector` into the editor (callers guard unsaved work first).
+/// Loads `selector` into the editor (callers guard unsaved work first). Only the newest load's
+/// answer is applied: clicking two stacks quickly opens the second, whatever answers first.
 pub fn load_stack(app: App, selector: String, announce: bool) {
+    let ed = app.editor;
+    let my = ed.next_load();
     spawn_local(async move {
-        match api::get(&format!("/api/stacks/{}", seg(&selector))).await {
+        let result = api::get(&format!("/api/stacks/{}", seg(&selector))).await;
+        if ed.load_seq.get_value() != my {
+            return; // the user moved on
+        }
+        ed.load_done.set_value(my);
+        match result {
             Ok(view) => {
-                let same = app
-                    .editor
+                let same = ed
                     .loaded
                     .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == selector));
-                apply_view(app, &view, same);
+                fill(app, &view, same);
                 if announce {
                     app.say(format!("Loaded {}", s(&view, "id")), Tone::Info);
                 }
             }
             Err(e) => app.fail(&e),
         }
+    });
+}
+
+/// Reloads the open, clean stack after a change on disk. Edits typed while the request was in
+/// flight are kept (the banner offers the reload instead); a load the user started wins.
+fn reload_stack(app: App, selector: String) {
+    let ed = app.editor;
+    if ed.load_pending() {
+        return;
+    }
+    let my = ed.next_load();
+    spawn_local(async move {
+        let result = api::get(&format!("/api/stacks/{}", seg(&selector))).await;
+        if ed.load_seq.get_value() != my {
+            return;
+        }
+        ed.load_done.set_value(my);
+        let Ok(view) = result else {
+            return; // deleted meanwhile: its own event follows
+        };
+        let Some(loaded) = ed.loaded.get_untracked() else {
+            return;
+        };
+        if loaded.selector != selector || s(&view, "revision") == loaded.revision {
+            return;
+        }
+        if ed.dirty.get_untracked() {
+            ed.disk_change.set(Some(s(&view, "revision")));
+            return;
+        }
+        fill(app, &view, true);
+        app.say(format!("Reloaded {} from disk", loaded.id), Tone::Info);
     });
 }
 
@@ -454,19 +574,49 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
     if force_revision.is_none() && !ed.dirty.get_untracked() {
         return;
     }
+    if ed.busy.get_untracked() {
+        return; // one save at a time (a second one would conflict with the first)
+    }
     let revision = force_revision.unwrap_or(loaded.revision.clone());
-    let body = json!({ "stack": ed.draft.get_untracked() });
+    let sent = ed.draft.get_untracked();
+    let body = json!({ "stack": sent });
+    let seq = ed.load_seq.get_value();
     ed.busy.set(true);
     spawn_local(async move {
         let path = format!("/api/stacks/{}", seg(&loaded.selector));
         let result = api::call(Method::Put, &path, Some(&body), Some(&revision)).await;
         ed.busy.set(false);
+        let pending = ed.pending_change.try_update_value(Option::take).flatten();
+        // Another stack was opened (or this one reloaded) meanwhile: the answer is not the
+        // editor's any more.
+        let current = ed.load_seq.get_value() == seq
+            && ed
+                .loaded
+                .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == loaded.selector));
         match result {
-            Ok(view) => {
-                apply_view(app, &view, true);
+            Ok(_) if !current => {
                 app.say(format!("Saved {}", loaded.id), Tone::Ok);
                 refresh_stacks(app);
             }
+            Ok(view) => {
+                let unchanged = ed.draft.with_untracked(|d| *d == sent)
+                    && ed.buffers.with_untracked(BTreeMap::is_empty);
+                if unchanged {
+                    fill(app, &view, true);
+                } else {
+                    // Typed while the save was in flight: keep it, as unsaved changes over
+                    // the new revision.
+                    ed.loaded.set(Some(loaded_from(&view)));
+                    ed.disk_change.set(None);
+                    ed.conflict.set(None);
+                }
+                app.say(format!("Saved {}", loaded.id), Tone::Ok);
+                refresh_stacks(app);
+                if let Some((key, rev)) = pending {
+                    on_stack_change(app, &key, rev);
+                }
+            }
+            Err(e) if !current => app.fail(&e),
             Err(e) if e.is_stale() => {
                 ed.conflict.set(Some(Conflict {
                     revision: s(&e.body, "currentRevision"),
@@ -478,7 +628,12 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
                     Tone::Error,
                 );
             }
-            Err(e) => app.fail(&e),
+            Err(e) => {
+                app.fail(&e);
+                if let Some((key, rev)) = pending {
+                    on_stack_change(app, &key, rev);
+                }
+            }
         }
     });
 }
@@ -495,16 +650,19 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
     if revision.as_deref() == Some(loaded.revision.as_str()) {
         return; // our own save, already applied
     }
+    if ed.busy.get_untracked() {
+        // Most likely our own save's event, ahead of the PUT's answer: decide after it.
+        ed.pending_change
+            .set_value(Some((key.to_string(), revision)));
+        return;
+    }
     if ed.dirty.get_untracked() {
         ed.disk_change
             .set(Some(revision.unwrap_or_else(|| "deleted".into())));
         return;
     }
     match revision {
-        Some(_) => {
-            load_stack(app, loaded.selector.clone(), false);
-            app.say(format!("Reloaded {} from disk", loaded.id), Tone::Info);
-        }
+        Some(_) => reload_stack(app, loaded.selector.clone()),
         None => {
             close_stack(app);
             app.say(format!("{} was deleted on disk", loaded.id), Tone::Info);

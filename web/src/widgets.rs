@@ -126,12 +126,20 @@ pub fn json_field(
     let key_read = key.clone();
     let key_err = key.clone();
     let read = path.clone();
+    // The valid text last typed here: shown as typed (not reformatted under the caret) while
+    // it still means the member's value.
+    let typed: StoredValue<Option<String>> = StoredValue::new(None);
     let text = move || {
         ed.buffers
             .with(|b| b.get(&key_read).map(|(t, _)| t.clone()))
             .unwrap_or_else(|| {
-                ed.draft
-                    .with(|d| jp::get(d, &read).map(jp::pretty).unwrap_or_default())
+                ed.draft.with(|d| {
+                    let value = jp::get(d, &read);
+                    typed
+                        .get_value()
+                        .filter(|t| parse_json(t, require_object).ok().flatten().as_ref() == value)
+                        .unwrap_or_else(|| value.map(jp::pretty).unwrap_or_default())
+                })
             })
     };
     let error = move || ed.buffers.with(|b| b.get(&key_err).map(|(_, e)| e.clone()));
@@ -143,6 +151,7 @@ pub fn json_field(
                     let t = event_target_value(&e);
                     match parse_json(&t, require_object) {
                         Ok(v) => {
+                            typed.set_value(Some(t.clone()));
                             ed.set_buffer(&key, t, None);
                             ed.set(&path, v);
                         }
