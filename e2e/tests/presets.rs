@@ -1602,14 +1602,20 @@ async fn a_slow_stack_load_never_replaces_a_later_choice() {
     wait_gate(&browser, "done").await;
     assert_eq!(browser.text(".stack-title").await.as_deref(), Some("Gamma"));
     assert_eq!(
-        browser.text(".stack-row[aria-current=true] .row-id").await.as_deref(),
+        browser
+            .text(".stack-row[aria-current=true] .row-id")
+            .await
+            .as_deref(),
         Some("gamma")
     );
     assert_eq!(
         browser.value("textarea[name=item-content]").await,
         "Gamma text."
     );
-    assert_eq!(browser.text(".topbar .status").await.as_deref(), Some("Loaded gamma"));
+    assert_eq!(
+        browser.text(".topbar .status").await.as_deref(),
+        Some("Loaded gamma")
+    );
     browser.assert_no_errors().await;
     browser.close().await;
 }
@@ -1622,7 +1628,9 @@ async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
     browser.fill("textarea[name=item-content]", "Two.").await;
     browser.click("button.save").await;
     wait_gate(&browser, "pending").await;
-    browser.fill("textarea[name=item-content]", "Two. Three.").await;
+    browser
+        .fill("textarea[name=item-content]", "Two. Three.")
+        .await;
     wait_gate(&browser, "done").await;
     wait_status(&browser, "Saved alpha").await;
     let mut saved = stack("alpha", "Alpha", "Two.");
@@ -1657,7 +1665,12 @@ async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
         .await;
     wait_gate(&browser, "done").await;
     wait_status(&browser, "Saved alpha").await;
-    wait_file(&server, &stack_path("alpha"), &stack("alpha", "Alpha", "Two.")).await;
+    wait_file(
+        &server,
+        &stack_path("alpha"),
+        &stack("alpha", "Alpha", "Two."),
+    )
+    .await;
     let puts = browser
         .js(
             "return window.__requests.filter(r => r.startsWith('PUT ')).length;",
@@ -1835,6 +1848,29 @@ async fn tab_from_a_renamed_parameter_lands_in_its_value() {
             .await,
         json!("TEXTAREA.param-value")
     );
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_name_the_list_does_not_know_stays_selected_while_editing() {
+    let mut custom = stack("custom", "Custom", "Text.");
+    custom["items"][1]["slot"] = json!("future-slot");
+    let (server, browser) = start(std::slice::from_ref(&custom), "custom").await;
+    browser.click(".item-row[data-index='1']").await;
+    let select = "select[name=item-slot]";
+    assert_eq!(browser.value(select).await, "future-slot");
+    browser.fill("input[name=item-name]", "Later").await;
+    wait_eq(&browser, ".item-row[data-index='1'] .item-name", "Later").await;
+    assert_eq!(browser.value(select).await, "future-slot");
+    assert_eq!(
+        texts(&browser, "select[name=item-slot] option:checked").await,
+        ["future-slot"]
+    );
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved custom").await;
+    custom["items"][1]["name"] = json!("Later");
+    assert_eq!(server.read_json(&stack_path("custom")), custom);
     browser.assert_no_errors().await;
     browser.close().await;
 }
