@@ -6,6 +6,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
 use serde_json::{json, Value};
 use support::{Browser, Server, WAIT};
 
@@ -105,6 +107,44 @@ async fn texts(browser: &Browser, css: &str) -> Value {
             vec![json!(css)],
         )
         .await
+}
+
+/// The focused element as `tag.class[name]`, e.g. `button.more-toggle[]`.
+async fn focused(browser: &Browser) -> String {
+    browser
+        .js(
+            "const e = document.activeElement; return e ? `${e.tagName.toLowerCase()}.${e.className}[${e.name || ''}]` : '';",
+            vec![],
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Presses `keys` together (down in order, up in reverse) on whatever has focus.
+async fn press(browser: &Browser, keys: &[Key]) {
+    let mut actions = KeyActions::new("keyboard".to_string());
+    for k in keys {
+        actions = actions.then(KeyAction::Down { value: (*k).into() });
+    }
+    for k in keys.iter().rev() {
+        actions = actions.then(KeyAction::Up { value: (*k).into() });
+    }
+    browser.client.perform_actions(actions).await.unwrap();
+}
+
+/// Waits until the focused element is `want` (see [`focused`]).
+async fn wait_focus(browser: &Browser, want: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = focused(browser).await;
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "focus is on {got}, not {want}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 /// The project's stack files, sorted.
@@ -283,6 +323,89 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
         stack_files(&server),
         ["My-Preset-2.json", "My-Preset.json", "default.json"]
     );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// A pi-forge file with errors: the dialog lists every one (the server's message names only
+/// the first) and writes nothing. The dialog keeps Tab inside itself, Escape gives focus back
+/// to More ▾, and Enter in the id field imports a good file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_errors_are_all_listed_and_the_dialog_works_from_the_keyboard() {
+    let server = Server::start_with(
+        &[(&format!("{STACKS}/default.json"), &default_stack())],
+        &[],
+    );
+    let bad = server.path("bad.json");
+    std::fs::write(
+        &bad,
+        pretty(&json!({
+            "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": "bad",
+            "items": [{ "kind": "slot", "id": "history", "slot": "chat-history" }],
+            "regex": { "schemaVersion": 1, "rules": [{ "id": "strip", "pattern": "" }] }
+        })),
+    )
+    .unwrap();
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_text(".status", "Loaded default").await;
+
+    import_file(&browser, &bad).await;
+    browser
+        .wait_text(".modal .import-error .field-error", "2 errors")
+        .await;
+    expect_failed_requests(&browser, &server, &["/api/stacks/import 400 (Bad Request)"]).await;
+    assert_eq!(
+        browser
+            .text(".modal .import-error .field-error")
+            .await
+            .as_deref(),
+        Some("This file has 2 errors; fix them in the file and choose it again:")
+    );
+    assert_eq!(
+        texts(&browser, ".modal .import-errors .message").await,
+        json!([
+            "Regex rule strip stage must be \"history\" or \"compiled\".",
+            "Regex rule strip pattern must be a non-empty string."
+        ])
+    );
+    assert_eq!(browser.count(".modal .review").await, 0);
+    assert_eq!(browser.count(".modal button.cancel").await, 1);
+
+    // Tab from the last control wraps to the first one, Shift+Tab from the first to the last.
+    browser.type_keys(".modal button.cancel", &Key::Tab).await;
+    wait_focus(&browser, "input.[import-file]").await;
+    press(&browser, &[Key::Shift, Key::Tab]).await;
+    wait_focus(&browser, "button.cancel[]").await;
+
+    // Escape closes the dialog and focus is back on More ▾ (the menu item that opened it is
+    // gone with its menu).
+    press(&browser, &[Key::Escape]).await;
+    assert_eq!(browser.count(".modal").await, 0);
+    wait_focus(&browser, "button.more-toggle[]").await;
+    assert_eq!(stack_files(&server), ["default.json"]);
+
+    // A good file: Enter in the id field imports it.
+    let good = server.path("good.json");
+    std::fs::write(
+        &good,
+        pretty(&json!({
+            "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": "good",
+            "items": [{ "kind": "slot", "id": "history", "slot": "chat-history" }]
+        })),
+    )
+    .unwrap();
+    import_file(&browser, &good).await;
+    browser.wait_css(".modal .review").await;
+    assert_eq!(browser.count(".review .import-diagnostics").await, 0);
+    assert_eq!(browser.value("input[name=import-id]").await, "good");
+    browser
+        .type_keys("input[name=import-id]", &("-2".to_string() + &Key::Enter))
+        .await;
+    browser.wait_text(".status", "Imported good-2").await;
+    assert_eq!(browser.count(".modal").await, 0);
+    assert_eq!(stack_files(&server), ["default.json", "good-2.json"]);
 
     browser.assert_no_errors().await;
     browser.close().await;

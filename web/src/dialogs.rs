@@ -12,9 +12,124 @@ use crate::api::{self, arr, s, seg};
 use crate::shell::focus_later;
 use crate::state::{self, app, App, Dialog, Scope, Tone};
 
+thread_local! {
+    /// The element that had focus when a dialog opened; focus goes back to it on close.
+    static OPENER: std::cell::RefCell<Option<web_sys::HtmlElement>> = const { std::cell::RefCell::new(None) };
+}
+
+fn document() -> Option<web_sys::Document> {
+    web_sys::window().and_then(|w| w.document())
+}
+
+/// The element to give focus back to: the focused one, or for an item of a popup menu (which
+/// closes on click) the menu's toggle button.
+fn opener() -> Option<web_sys::HtmlElement> {
+    let active = document()?.active_element()?;
+    let target = match active.closest("[role=menu]").ok().flatten() {
+        Some(menu) => menu
+            .parent_element()
+            .and_then(|p| p.query_selector("[aria-haspopup]").ok().flatten())
+            .unwrap_or(active),
+        None => active,
+    };
+    target.dyn_into::<web_sys::HtmlElement>().ok()
+}
+
+/// The dialog's focusable controls that are shown, in document order.
+fn focusables(root: &web_sys::Element) -> Vec<web_sys::HtmlElement> {
+    let mut out = Vec::new();
+    let mut next = root.first_element_child();
+    let mut stack = Vec::new();
+    while let Some(el) = next {
+        let tag = el.tag_name().to_ascii_lowercase();
+        let focusable = match tag.as_str() {
+            "button" | "input" | "select" | "textarea" => !el.has_attribute("disabled"),
+            "summary" => true,
+            "a" => el.has_attribute("href"),
+            _ => el.get_attribute("tabindex").is_some_and(|t| t != "-1"),
+        };
+        if let Ok(h) = el.clone().dyn_into::<web_sys::HtmlElement>() {
+            // Hidden controls (a closed <details>, display: none) have no offset parent.
+            if focusable && h.offset_parent().is_some() {
+                out.push(h);
+            }
+        }
+        if let Some(child) = el.first_element_child() {
+            stack.push(el.next_element_sibling());
+            next = Some(child);
+        } else {
+            next = el.next_element_sibling();
+            while next.is_none() {
+                match stack.pop() {
+                    Some(sibling) => next = sibling,
+                    None => break,
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Keeps Tab and Shift+Tab inside the open dialog (it is modal: the page behind is inert).
+fn trap_tab(e: &web_sys::KeyboardEvent) {
+    let Some(modal) = document().and_then(|d| d.query_selector(".modal").ok().flatten()) else {
+        return;
+    };
+    let list = focusables(&modal);
+    let (Some(first), Some(last)) = (list.first(), list.last()) else {
+        return;
+    };
+    let active = document().and_then(|d| d.active_element());
+    let inside = active.as_ref().is_some_and(|a| {
+        let node: &web_sys::Node = a;
+        modal.contains(Some(node))
+    });
+    let at = |h: &web_sys::HtmlElement| {
+        let h: &web_sys::Element = h;
+        active.as_ref().is_some_and(|a| a == h)
+    };
+    let to = if !inside {
+        Some(if e.shift_key() { last } else { first })
+    } else if e.shift_key() && at(first) {
+        Some(last)
+    } else if !e.shift_key() && at(last) {
+        Some(first)
+    } else {
+        None
+    };
+    if let Some(to) = to {
+        e.prevent_default();
+        let _ = to.focus();
+    }
+}
+
 #[component]
 pub fn Dialogs() -> impl IntoView {
     let app = app();
+    let _tab = window_event_listener(leptos::ev::keydown, move |e| {
+        if e.key() == "Tab" && app.dialog.with_untracked(Option::is_some) {
+            trap_tab(&e);
+        }
+    });
+    // Remember the opener when a dialog opens; give focus back to it when the last one closes
+    // (a dialog replaced by another keeps the first opener).
+    Effect::new(move |was_open: Option<bool>| {
+        let open = app.dialog.with(Option::is_some);
+        if open && was_open != Some(true) {
+            OPENER.with(|o| *o.borrow_mut() = opener());
+        } else if !open && was_open == Some(true) {
+            if let Some(el) = OPENER.with(|o| o.borrow_mut().take()) {
+                let node: &web_sys::Node = &el;
+                let connected = document().is_some_and(|d| d.contains(Some(node)));
+                if connected {
+                    request_animation_frame(move || {
+                        let _ = el.focus();
+                    });
+                }
+            }
+        }
+        open
+    });
     move || {
         let dialog = app.dialog.get()?;
         focus_later(".modal [autofocus], .modal input, .modal button.primary".into());
@@ -282,6 +397,31 @@ fn ImportDialog() -> impl IntoView {
     let scope = RwSignal::new(app.scope.get_untracked().as_str().to_string());
     let activate = RwSignal::new(false);
     let error: RwSignal<Option<String>> = RwSignal::new(None);
+    // Every error of a file refused for its diagnostics (the message names only the first).
+    let error_list: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
+    let refuse = move |e: api::ApiError| {
+        let list: Vec<String> = e
+            .body
+            .pointer("/details/diagnostics")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter(|d| s(d, "level") == "error")
+                    .map(|d| s(d, "message"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if list.len() > 1 {
+            error.set(Some(format!(
+                "This file has {} errors; fix them in the file and choose it again:",
+                list.len()
+            )));
+            error_list.set(list);
+        } else {
+            error.set(Some(e.message));
+            error_list.set(Vec::new());
+        }
+    };
     let busy = RwSignal::new(false);
 
     let dry_run = move || {
@@ -318,7 +458,7 @@ fn ImportDialog() -> impl IntoView {
                     error.set(None);
                     step.set(Step::Character(ids));
                 }
-                Err(e) => error.set(Some(e.message)),
+                Err(e) => refuse(e),
             }
         });
     };
@@ -334,6 +474,11 @@ fn ImportDialog() -> impl IntoView {
         };
         file_name.set(file.name());
         character.set(None);
+        // A new file starts over: no stale review or error from the previous one.
+        step.set(Step::Pick);
+        error.set(None);
+        error_list.set(Vec::new());
+        busy.set(true);
         spawn_local(async move {
             match JsFuture::from(file.text()).await {
                 Ok(text) => {
@@ -343,6 +488,7 @@ fn ImportDialog() -> impl IntoView {
                     let ids = character_ids(&text);
                     content.set(text);
                     if ids.len() > 1 {
+                        busy.set(false);
                         character.set(ids.first().cloned());
                         error.set(None);
                         step.set(Step::Character(ids));
@@ -350,7 +496,10 @@ fn ImportDialog() -> impl IntoView {
                         dry_run();
                     }
                 }
-                Err(_) => error.set(Some("The file could not be read.".into())),
+                Err(_) => {
+                    busy.set(false);
+                    error.set(Some("The file could not be read.".into()));
+                }
             }
         });
     };
@@ -388,7 +537,7 @@ fn ImportDialog() -> impl IntoView {
                     }
                     state::refresh_stacks(app);
                 }
-                Err(e) => error.set(Some(e.message)),
+                Err(e) => refuse(e),
             }
         });
     };
@@ -401,11 +550,26 @@ fn ImportDialog() -> impl IntoView {
                 <span class="label">"File"</span>
                 <input type="file" name="import-file" accept=".json,application/json" on:change=on_file/>
             </label>
-            {move || error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+            {move || error.get().map(|e| view! {
+                <div class="import-error" role="alert">
+                    <p class="field-error">{e}</p>
+                    {move || {
+                        let list = error_list.get();
+                        (!list.is_empty()).then(|| view! {
+                            <ul class="diagnostic-list import-errors">
+                                {list.into_iter().map(|m| view! { <li class="diagnostic error"><span class="level">"error"</span><span class="message">{m}</span></li> }).collect_view()}
+                            </ul>
+                        })
+                    }}
+                </div>
+            })}
             {move || match step.get() {
-                Step::Pick => view! { <p class="muted">{move || if busy.get() { "Reading…" } else { "Choose a file." }}</p> }.into_any(),
+                Step::Pick => view! {
+                    <p class="muted" role="status">{move || if busy.get() { "Reading…" } else { "Choose a file." }}</p>
+                    <div class="row end">{cancel_button(app)}</div>
+                }.into_any(),
                 Step::Character(ids) => view! {
-                    <div class="character-step">
+                    <form class="character-step dialog-form" on:submit=move |e| { e.prevent_default(); dry_run(); }>
                         <p>"This preset has prompt orders for several characters. Which one should be imported?"</p>
                         <label class="field">
                             <span class="label">"Character ID"</span>
@@ -415,22 +579,20 @@ fn ImportDialog() -> impl IntoView {
                             </select>
                         </label>
                         <div class="row end">
-                            <button class="primary use-character" on:click=move |_| dry_run()>"Continue"</button>
+                            {cancel_button(app)}
+                            <button type="submit" class="primary use-character" disabled=move || busy.get()>"Continue"</button>
                         </div>
-                    </div>
+                    </form>
                 }.into_any(),
                 Step::Review(v) => review(app, v, id, scope, activate, problem, busy, import).into_any(),
             }}
-            <div class="row end">
-                <button class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
-            </div>
         </div>
     }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn review(
-    _app: App,
+    app: App,
     v: Value,
     id: RwSignal<String>,
     scope: RwSignal<String>,
@@ -463,8 +625,13 @@ fn review(
     };
     let errors = v.get("errors").and_then(Value::as_u64).unwrap_or(0);
     let warnings = v.get("warnings").and_then(Value::as_u64).unwrap_or(0);
+    let diagnostics: Vec<Value> = arr(&v, "diagnostics")
+        .iter()
+        .filter(|d| s(d, "level") != "info")
+        .cloned()
+        .collect();
     view! {
-        <div class="review">
+        <form class="review dialog-form" on:submit=move |e| { e.prevent_default(); if errors == 0 { import(()); } }>
             <p class="import-summary">{format!(
                 "{} · {items} item{} · {errors} error{} · {warnings} warning{}",
                 if format == "sillytavern" { "SillyTavern preset".to_string() } else { "pi-forge Preset".to_string() },
@@ -484,12 +651,23 @@ fn review(
                 <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
                 <span>"Activate it now"</span>
             </label>
+            {(!diagnostics.is_empty()).then(|| view! {
+                <ul class="diagnostic-list import-diagnostics">
+                    {diagnostics.into_iter().map(|d| view! {
+                        <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
+                    }).collect_view()}
+                </ul>
+            })}
             <div class="row end">
-                <button class="primary do-import" disabled=move || { problem().is_some() || busy.get() || errors > 0 }
-                    on:click=move |_| import(())>"Import"</button>
+                {cancel_button(app)}
+                <button type="submit" class="primary do-import" disabled=move || { problem().is_some() || busy.get() || errors > 0 }>"Import"</button>
             </div>
-        </div>
+        </form>
     }
+}
+
+fn cancel_button(app: App) -> impl IntoView {
+    view! { <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button> }
 }
 
 /// The distinct `prompt_order[].character_id`s of a SillyTavern preset's text, in file order

@@ -159,7 +159,7 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
                                 <li class="chip" class:no-match=hits == 0 data-pattern=p.clone()>
                                     <span class="chip-text">{p.clone()}</span>
                                     {if hits == 0 {
-                                        view! { <span class="chip-note" title="No tool or skill of the current session matches this pattern">"matches nothing"</span> }.into_any()
+                                        view! { <span class="chip-note" title=format!("No {noun} of the current session matches this pattern")>"matches nothing"</span> }.into_any()
                                     } else if p.contains('*') {
                                         view! { <span class="chip-note">{format!("{hits} match{}", if hits == 1 { "" } else { "es" })}</span> }.into_any()
                                     } else {
@@ -178,10 +178,12 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
             </Show>
             <div class="row add-pattern">
                 <input type="text" name=format!("{member}-pattern") placeholder=format!("Add a {noun} name or pattern (e.g. grep*)")
+                    aria-label=format!("Add a {noun} name or pattern") autocomplete="off" spellcheck="false"
+                    aria-invalid=move || input_error.with(Option::is_some).to_string()
                     prop:value=move || input.get()
-                    on:input=move |e| input.set(event_target_value(&e))
+                    on:input=move |e| { input.set(event_target_value(&e)); input_error.set(None); }
                     on:keydown=move |e| if e.key() == "Enter" { e.prevent_default(); add(input.get_untracked()); }/>
-                <button class="add-pattern-button" on:click=move |_| add(input.get_untracked())>"Add"</button>
+                <button class="add-pattern-button" aria-label=format!("Add {noun} pattern") on:click=move |_| add(input.get_untracked())>"Add"</button>
             </div>
             {move || input_error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
             <div class="picker">
@@ -194,16 +196,38 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
                     sources.dedup();
                     sources.into_iter().map(|src| {
                         let group: Vec<_> = items.iter().filter(|i| i.1 == src).cloned().collect();
+                        let group_label = if src.is_empty() { "other".to_string() } else { src.clone() };
                         view! {
-                            <div class="picker-group">
-                                <span class="label">{if src.is_empty() { "other".to_string() } else { src.clone() }}</span>
+                            <div class="picker-group" role="group" aria-label=format!("{title} from {group_label}")>
+                                <span class="label" aria-hidden="true">{group_label.clone()}</span>
                                 {group.into_iter().map(|(name, _, desc, active)| {
                                     let n2 = name.clone();
                                     let listed = move || list().iter().any(|p| pattern_matches(p, &n2));
                                     let n3 = name.clone();
+                                    let n4 = name.clone();
+                                    // Listed by its exact name: a click removes it again. Covered by
+                                    // a wildcard only: the chip says so and a click adds the name.
+                                    let exact = move || list().contains(&n3);
+                                    let exact2 = exact.clone();
+                                    let title = {
+                                        let mut t = desc.clone();
+                                        if !active {
+                                            if !t.is_empty() { t.push_str("\n"); }
+                                            t.push_str("Registered, but not active in the session right now.");
+                                        }
+                                        t
+                                    };
                                     view! {
-                                        <button class="pick" class:listed=listed class:inactive=!active title=desc
-                                            data-name=name.clone() on:click=move |_| add(n3.clone())>
+                                        <button class="pick" class:listed=listed class:inactive=!active title=title
+                                            aria-pressed=move || exact2().to_string()
+                                            data-name=name.clone() on:click=move |_| {
+                                                if exact() {
+                                                    let l: Vec<String> = list().into_iter().filter(|x| *x != n4).collect();
+                                                    set_patterns(ed, member, l);
+                                                } else {
+                                                    add(n4.clone());
+                                                }
+                                            }>
                                             {name.clone()}
                                         </button>
                                     }

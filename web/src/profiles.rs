@@ -293,9 +293,14 @@ fn ProfileSidebar() -> impl IntoView {
                                     <span class="row-id">{sel2_label(&e)}</span>
                                     <span class="row-badges">
                                         <span class="badge muted">{s(&e, "scope")}</span>
+                                    </span>
+                                    // What it sets, then its state: the badges have the row's width
+                                    // here, so they never squeeze the id into an ellipsis.
+                                    <span class="row-detail">
+                                        <span class="row-model">{model_line(&e)}</span>
                                         {(!applicable).then(|| view! { <span class="badge error">"preflight failed"</span> })}
-                                        {(errors > 0).then(|| view! { <span class="badge error">{errors}" ✕"</span> })}
-                                        {(warnings > 0).then(|| view! { <span class="badge warning">{warnings}" !"</span> })}
+                                        {(errors > 0).then(|| { let t = count_label(errors, "error"); view! { <span class="badge error" title=t.clone() aria-label=t>{errors}" ✕"</span> } })}
+                                        {(warnings > 0).then(|| { let t = count_label(warnings, "warning"); view! { <span class="badge warning" title=t.clone() aria-label=t>{warnings}" !"</span> } })}
                                     </span>
                                 </button>
                             </li>
@@ -305,6 +310,28 @@ fn ProfileSidebar() -> impl IntoView {
             </ul>
         </aside>
     }
+}
+
+/// The row's "provider/model · thinking" line (what applying the profile sets).
+fn model_line(e: &Value) -> String {
+    let provider = jp::get_str(e, "/profile/model/provider");
+    let model = jp::get_str(e, "/profile/model/id");
+    let thinking = jp::get_str(e, "/profile/thinkingLevel");
+    let model = match (provider.is_empty(), model.is_empty()) {
+        (_, true) => "no model".to_string(),
+        (true, false) => model,
+        (false, false) => format!("{provider}/{model}"),
+    };
+    if thinking.is_empty() {
+        model
+    } else {
+        format!("{model} · {thinking}")
+    }
+}
+
+/// "1 error", "2 warnings".
+fn count_label(k: u64, noun: &str) -> String {
+    format!("{k} {noun}{}", if k == 1 { "" } else { "s" })
 }
 
 fn sel2_label(e: &Value) -> String {
@@ -447,12 +474,25 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
                 </div>
                 <div class="actions">
                     <button class="primary apply" disabled=move || !applicable || !app.live_host.get()
+                        aria-describedby="apply-note"
                         title=move || if app.live_host.get() { "Apply this profile to the session" } else { "Applying needs a live Pi session: run /forge ui inside Pi." }>"Apply"</button>
                     <button class="edit" on:click=move |_| start_edit(p, sel_edit.clone())>"Edit"</button>
                     <button class="delete danger" on:click=delete>"Delete…"</button>
                 </div>
             </div>
             {(!description.is_empty()).then(|| view! { <p class="description">{description.clone()}</p> })}
+            // Why Apply is disabled, in words (a disabled button's tooltip is out of reach for
+            // keyboard and touch users).
+            {move || {
+                let note = if !applicable {
+                    "Apply is off until the preflight passes: see the problems below."
+                } else if !app.live_host.get() {
+                    "Apply needs a live Pi session: run /forge ui inside Pi. The preflight below shows what it would do."
+                } else {
+                    return None;
+                };
+                Some(view! { <p class="help apply-note" id="apply-note">{note}</p> })
+            }}
             <div class=if applicable { "preflight ok" } else { "preflight failed" }>
                 <strong>{if applicable { "Ready to apply" } else { "Preflight failed" }}</strong>
                 <span class="target-card">{card}</span>
@@ -626,6 +666,13 @@ fn ProfileEditor() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    // Opening the form moves focus into it (the Edit/New button that had it is gone): the id
+    // for a new profile, the name otherwise.
+    crate::shell::focus_later(if is_new() {
+        ".profile-editor input[name=profile-id]".into()
+    } else {
+        ".profile-editor input[name=profile-name]".into()
+    });
     view! {
         <div class="profile-editor">
             <div class="editor-head">
@@ -660,6 +707,9 @@ fn ProfileEditor() -> impl IntoView {
                     <input type="text" name="profile-id" readonly=move || !is_new() class:readonly=move || !is_new()
                         prop:value=move || get("/id") on:input=move |e| set("/id", Some(Value::String(event_target_value(&e))))/>
                     {move || id_problem().filter(|_| !get("/id").is_empty()).map(|e| view! { <span class="field-error">{e}</span> })}
+                    <Show when=move || !is_new()>
+                        <span class="field-note">"The file name: fixed once created."</span>
+                    </Show>
                 </label>
                 {text_input("/name", "profile-name", "Name", None)}
                 {text_input("/model/provider", "profile-provider", "Provider", Some("model-providers"))}
@@ -714,8 +764,11 @@ fn ProfileEditor() -> impl IntoView {
             </label>
             <datalist id="model-providers">{move || { let mut ps: Vec<String> = models().into_iter().map(|m| m.0).collect(); ps.dedup(); ps.into_iter().map(|x| view! { <option value=x/> }).collect_view() }}</datalist>
             <datalist id="model-ids">{move || models().into_iter().map(|m| view! { <option value=m.1/> }).collect_view()}</datalist>
-            {move || p.validation.get().map(|(text, diags, ready)| view! {
-                <section class="validation" class:ok=ready>
+            {move || p.validation.get().map(|(text, diags, ready)| {
+                // Red only for errors; valid with warnings (or not applicable yet) is amber.
+                let warn = !ready && !diags.iter().any(|d| s(d, "level") == "error");
+                view! {
+                <section class="validation" class:ok=ready class:warn=warn role="status">
                     <strong class="validation-result">{text}</strong>
                     <ul class="diagnostic-list">
                         {diags.into_iter().map(|d| view! {
@@ -723,7 +776,7 @@ fn ProfileEditor() -> impl IntoView {
                         }).collect_view()}
                     </ul>
                 </section>
-            })}
+            }})}
         </div>
     }
 }

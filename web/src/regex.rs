@@ -9,6 +9,9 @@ use crate::jp;
 use crate::state::{app, level_class, StackEditor};
 use crate::widgets::{check_field, select_field, text_field};
 
+/// The message roles a rule can be limited to.
+const ROLES: [&str; 4] = ["system", "user", "assistant", "custom"];
+
 fn rule_count(ed: StackEditor) -> usize {
     ed.draft.with(|d| {
         jp::get(d, "/regex/rules")
@@ -165,6 +168,55 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
             </label>
         }
     };
+    // `roles` absent = every role; all four known roles ticked writes it absent again. Roles
+    // the form does not know (written by hand) are kept.
+    let roles = move || {
+        ed.draft.with(|d| {
+            jp::get(d, &format!("/regex/rules/{i}/roles"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+        })
+    };
+    let has_role = move |r: &str| roles().is_none_or(|l| l.iter().any(|x| x == r));
+    let toggle_role = move |r: &'static str, on: bool| {
+        let mut list = roles().unwrap_or_else(|| ROLES.iter().map(|x| x.to_string()).collect());
+        list.retain(|x| x != r);
+        if on {
+            list.push(r.to_string());
+        }
+        let all = list.len() == ROLES.len() && ROLES.iter().all(|k| list.iter().any(|x| x == k));
+        ed.set(
+            &format!("/regex/rules/{i}/roles"),
+            (!all).then(|| json!(list)),
+        );
+    };
+    // Trim strings, one per line. The typed text is kept while it means the same list, so a
+    // new empty line is not swallowed while typing.
+    let trims_text = RwSignal::new(String::new());
+    let trims = move || {
+        ed.draft.with(|d| {
+            jp::get(d, &format!("/regex/rules/{i}/trimStrings"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    };
+    let parse_trims = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     let stage = move || {
         ed.draft
             .with(|d| jp::get_str(d, &format!("/regex/rules/{i}/stage")))
@@ -225,6 +277,34 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
                     {number("minDepth", "Min depth")}
                     {number("maxDepth", "Max depth")}
                 </div>
+                <fieldset class="row roles">
+                    <legend class="label">"Roles"</legend>
+                    {ROLES.iter().map(|r| view! {
+                        <label class="check"><input type="checkbox" name=format!("rule-role-{r}") prop:checked=move || has_role(r)
+                            on:change=move |e| toggle_role(r, event_target_checked(&e))/>{*r}</label>
+                    }).collect_view()}
+                </fieldset>
+                <p class="help">{move || if roles().is_some_and(|l| l.is_empty()) {
+                    "No role is ticked: this rule edits no message."
+                } else {
+                    "Only messages with a ticked role are edited."
+                }}</p>
+                <label class="field wide">
+                    <span class="label">"Trim strings (one per line)"</span>
+                    <textarea name="rule-trim" rows="2" spellcheck="false"
+                        prop:value=move || {
+                            let list = trims();
+                            let typed = trims_text.get();
+                            if parse_trims(&typed) == list { typed } else { list.join("\n") }
+                        }
+                        on:input=move |e| {
+                            let t = event_target_value(&e);
+                            let list = parse_trims(&t);
+                            trims_text.set(t);
+                            ed.set(&format!("/regex/rules/{i}/trimStrings"), (!list.is_empty()).then(|| json!(list)));
+                        }></textarea>
+                    <span class="help">"Removed from the matched text (and groups) where Replace with inserts it."</span>
+                </label>
             </details>
             {move || {
                 let ps = problems();
@@ -236,11 +316,11 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
             }}
             <details class="try">
                 <summary>"Try it"</summary>
-                <textarea name="rule-sample" rows="2" placeholder="Sample text" prop:value=move || sample.get()
+                <textarea name="rule-sample" rows="2" placeholder="Sample text" aria-label="Sample text to try the rule on" prop:value=move || sample.get()
                     on:input=move |e| sample.set(event_target_value(&e))></textarea>
                 {move || outcome().map(|o| match o {
                     Ok((matches, text)) => view! {
-                        <div class="try-result">
+                        <div class="try-result" role="status">
                             <span class="badge">{format!("{matches} match{}", if matches == 1 { "" } else { "es" })}</span>
                             <pre class="mono">{text}</pre>
                         </div>
