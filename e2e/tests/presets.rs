@@ -1874,3 +1874,41 @@ async fn a_slot_name_the_list_does_not_know_stays_selected_while_editing() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Text edited in the JSON tab and not applied survives tab switches, is marked on the tab,
+/// counts as unsaved work when opening another Preset, and Reset brings back the draft.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unapplied_json_text_survives_tab_switches_and_is_guarded() {
+    let alpha = stack("alpha", "Alpha", "Alpha text.");
+    let beta = stack("beta", "Beta", "Beta text.");
+    let (_server, browser) = start(&[alpha.clone(), beta], "alpha").await;
+    tab(&browser, "JSON").await;
+    let draft_text = browser.value("textarea[name=stack-json]").await;
+    assert_eq!(draft_text, pretty(&alpha).trim_end());
+    let edited = draft_text.replace("Alpha text.", "Edited in JSON.");
+    browser.fill("textarea[name=stack-json]", &edited).await;
+    wait_eq(&browser, ".tab[data-tab='JSON'] .tab-mark", " •").await;
+
+    tab(&browser, "Items").await;
+    tab(&browser, "JSON").await;
+    assert_eq!(browser.value("textarea[name=stack-json]").await, edited);
+    assert_eq!(
+        browser.count(".badge.dirty").await,
+        0,
+        "the draft itself is unchanged"
+    );
+
+    // Opening another Preset asks first; Cancel keeps the text.
+    browser
+        .click(".stack-row[data-selector='project:beta']")
+        .await;
+    browser.wait_css(".modal").await;
+    browser.click(".modal button.cancel").await;
+    assert_eq!(browser.value("textarea[name=stack-json]").await, edited);
+
+    browser.click("button.reset-json").await;
+    assert_eq!(browser.value("textarea[name=stack-json]").await, draft_text);
+    assert_eq!(browser.count(".tab[data-tab='JSON'] .tab-mark").await, 0);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

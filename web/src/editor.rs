@@ -172,7 +172,11 @@ fn Editor() -> impl IntoView {
                     .map(|(tab, label)| view! {
                         <button role="tab" class="tab" data-tab=label
                             aria-selected=move || (ed.tab.get() == tab).to_string()
-                            on:click=move |_| ed.tab.set(tab)>{label}</button>
+                            on:click=move |_| ed.tab.set(tab)>
+                            {label}
+                            {move || (tab == Tab::Json && ed.json_scratch.with(Option::is_some))
+                                .then(|| view! { <span class="tab-mark" title="Edited, not applied">" •"</span> })}
+                        </button>
                     })
                     .collect_view()}
             </nav>

@@ -83,6 +83,15 @@ pub fn PreviewDock() -> impl IntoView {
     let ed = app.editor;
     let dock = expect_context::<Dock>();
 
+    // Another Preset opened: its previous preview (perhaps of a discarded draft) must not
+    // show while the new one compiles.
+    Effect::new(move |previous: Option<Option<String>>| {
+        let current = ed.loaded.with(|l| l.as_ref().map(|l| l.selector.clone()));
+        if previous.is_some_and(|p| p != current) {
+            dock.draft.set(None);
+        }
+        current
+    });
     // Draft previews: debounce, then request; only the newest answer is kept.
     Effect::new(move |_| {
         if !dock.open.get() {

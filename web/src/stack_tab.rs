@@ -245,18 +245,24 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
 pub fn JsonTab() -> impl IntoView {
     let app = app();
     let ed = app.editor;
-    let text = RwSignal::new(ed.draft.with_untracked(|d| {
-        if d.is_null() {
-            String::new()
-        } else {
-            jp::pretty(d)
-        }
-    }));
+    // Unapplied text lives in the editor state (it survives tab switches); without any, the
+    // tab shows the draft as it is now.
+    let text = move || {
+        ed.json_scratch.get().unwrap_or_else(|| {
+            ed.draft.with(|d| {
+                if d.is_null() {
+                    String::new()
+                } else {
+                    jp::pretty(d)
+                }
+            })
+        })
+    };
     let error: RwSignal<Option<String>> = RwSignal::new(None);
     let broken = ed
         .loaded
         .with_untracked(|l| l.as_ref().is_some_and(|l| l.saved.is_null()));
-    if broken {
+    if broken && ed.json_scratch.with_untracked(Option::is_none) {
         if let Some(sel) = ed
             .loaded
             .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()))
@@ -265,14 +271,17 @@ pub fn JsonTab() -> impl IntoView {
                 let url = format!("/api/stacks/{}/export", seg(&sel));
                 if let Ok(resp) = gloo_net::http::Request::get(&url).send().await {
                     if let Ok(t) = resp.text().await {
-                        text.set(t);
+                        // Never over text the user already started typing.
+                        if ed.json_scratch.with_untracked(Option::is_none) {
+                            ed.json_scratch.set(Some(t));
+                        }
                     }
                 }
             });
         }
     }
     let apply = move |_| {
-        let t = text.get_untracked();
+        let t = text();
         let parsed = match serde_json::from_str::<Value>(&t) {
             Ok(v) => v,
             Err(e) => {
@@ -300,21 +309,25 @@ pub fn JsonTab() -> impl IntoView {
         error.set(None);
         ed.buffers.set(Default::default());
         ed.draft.set(parsed);
+        ed.json_scratch.set(None);
         app.say("Applied stack JSON to editor", Tone::Ok);
     };
     let reset = move |_| {
-        text.set(ed.draft.with_untracked(jp::pretty));
+        ed.json_scratch.set(None);
         error.set(None);
     };
     view! {
         <div class="json-tab">
             <p class="help">"The Preset exactly as it will be saved, unknown fields included. Edit it, then apply it to the editor; nothing is saved until you Save."</p>
             <textarea name="stack-json" rows="24" spellcheck="false" class:invalid=move || error.with(Option::is_some)
-                prop:value=move || text.get() on:input=move |e| text.set(event_target_value(&e))></textarea>
+                prop:value=text on:input=move |e| ed.json_scratch.set(Some(event_target_value(&e)))></textarea>
+            {move || ed.json_scratch.with(Option::is_some).then(|| view! {
+                <p class="field-note unapplied">"Edited here and not applied yet: Save does not include this text."</p>
+            })}
             {move || error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
             <div class="row">
                 <button class="primary apply-json" on:click=apply>"Apply to editor"</button>
-                <button class="reset-json" on:click=reset disabled=broken>"Reset to the editor's version"</button>
+                <button class="reset-json" on:click=reset disabled=move || broken || ed.json_scratch.with(Option::is_none)>"Reset to the editor's version"</button>
             </div>
         </div>
     }

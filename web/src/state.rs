@@ -137,6 +137,9 @@ pub struct StackEditor {
     pub dirty: Memo<bool>,
     pub diagnostics: Memo<Vec<Diagnostic>>,
     pub errors: Memo<usize>,
+    /// Text edited in the JSON tab and not applied yet (`None`: the tab shows the draft). It
+    /// survives tab switches and saves of the same Preset; opening another Preset asks first.
+    pub json_scratch: RwSignal<Option<String>>,
     /// The newest load (or direct fill) of the editor; an answer to an older one is dropped.
     load_seq: StoredValue<u64>,
     /// The newest load whose answer has arrived (`!= load_seq`: a load is in flight).
@@ -190,6 +193,7 @@ impl StackEditor {
             conflict: RwSignal::new(None),
             busy: RwSignal::new(false),
             dirty,
+            json_scratch: RwSignal::new(None),
             diagnostics,
             errors,
             load_seq: StoredValue::new(0),
@@ -335,7 +339,10 @@ impl App {
     /// there is none.
     pub fn guard(&self, what: &str, then: impl Fn() + Send + Sync + 'static) {
         let dirty = match self.surface.get_untracked() {
-            Surface::Presets => self.editor.dirty.get_untracked(),
+            Surface::Presets => {
+                self.editor.dirty.get_untracked()
+                    || self.editor.json_scratch.with_untracked(Option::is_some)
+            }
             Surface::Profiles => self.profile_dirty.get_untracked(),
         };
         if !dirty {
@@ -443,6 +450,7 @@ pub fn close_stack(app: App) {
     ed.loaded.set(None);
     ed.draft.set(Value::Null);
     ed.buffers.set(BTreeMap::new());
+    ed.json_scratch.set(None);
     ed.item.set(None);
     ed.disk_change.set(None);
     ed.conflict.set(None);
@@ -472,6 +480,12 @@ pub fn apply_view(app: App, view: &Value, keep_item: bool) {
 fn fill(app: App, view: &Value, keep_item: bool) {
     let ed = app.editor;
     let loaded = loaded_from(view);
+    let same = ed
+        .loaded
+        .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == loaded.selector));
+    if !same {
+        ed.json_scratch.set(None);
+    }
     let stack = loaded.saved.clone();
     let count = arr(&stack, "items").len();
     ed.draft.set(stack);
