@@ -20,20 +20,8 @@ pub enum Surface {
     Profiles,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    Project,
-    Global,
-}
-
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Project => "project",
-            Scope::Global => "global",
-        }
-    }
-}
+/// The scope switch uses forge-core's scope (project / global).
+pub use forge_core::id::Scope;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tone {
