@@ -859,3 +859,135 @@ async fn the_profiles_surface_fits_desktop_and_phone_widths() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// The focused element's `name` attribute (empty when it has none).
+async fn focused_name(browser: &Browser) -> Value {
+    browser
+        .js(
+            "const e = document.activeElement; return e && e.name ? e.name : '';",
+            vec![],
+        )
+        .await
+}
+
+/// A row says what the profile sets and spells out its counts; the detail says in words why
+/// Apply is off (a disabled button's tooltip is out of reach for keyboard and touch users);
+/// the form takes focus when it opens and says why the id cannot be edited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_and_detail_explain_themselves_and_the_form_takes_focus() {
+    let server = Server::start_with(
+        &[
+            (&file(STACKS, "default"), &stack("default", "Default")),
+            (
+                &file(PROFILES, "scout"),
+                &pretty(&profile("scout", "Scout", "low", Some("default"))),
+            ),
+            (
+                &file(PROFILES, "broken"),
+                &pretty(&profile("broken", "Broken", "medium", Some("gone"))),
+            ),
+        ],
+        &[],
+    );
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_text(".status", "Loaded default").await;
+    show(&browser, "Profiles").await;
+
+    let scout = ".profile-row[data-selector='project:scout']";
+    let broken = ".profile-row[data-selector='project:broken']";
+    browser.wait_css(scout).await;
+    assert_eq!(
+        browser
+            .text(&format!("{scout} .row-detail"))
+            .await
+            .as_deref(),
+        Some("test/current · low")
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll(arguments[0])].map(b => [b.textContent, b.getAttribute('aria-label')]);",
+                vec![json!(format!("{broken} .row-detail .badge"))],
+            )
+            .await,
+        json!([["preflight failed", null], ["1 ✕", "1 error"]])
+    );
+    // The scope badge stays beside the name; the id is not squeezed by the state badges.
+    assert_eq!(
+        browser
+            .text(&format!("{broken} .row-badges"))
+            .await
+            .as_deref(),
+        Some("project")
+    );
+
+    browser.click(scout).await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Ready to apply")
+        .await;
+    assert!(!browser.enabled(".profile-detail button.apply").await);
+    assert_eq!(
+        browser.text(".profile-detail .apply-note").await.as_deref(),
+        Some("Apply needs a live Pi session: run /forge ui inside Pi. The preflight below shows what it would do.")
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.profile-detail button.apply').getAttribute('aria-describedby');",
+                vec![],
+            )
+            .await,
+        json!("apply-note")
+    );
+    browser.click(broken).await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Preflight failed")
+        .await;
+    assert_eq!(
+        browser.text(".profile-detail .apply-note").await.as_deref(),
+        Some("Apply is off until the preflight passes: see the problems below.")
+    );
+
+    // Edit: focus lands on the name (the id is fixed, and says so).
+    browser.click(".profile-detail button.edit").await;
+    browser.wait_css("input[name=profile-name]").await;
+    browser
+        .wait_js(
+            "focus on the name",
+            "return document.activeElement && document.activeElement.name;",
+            json!("profile-name"),
+        )
+        .await;
+    assert_eq!(
+        browser.text(".profile-editor .field-note").await.as_deref(),
+        Some("The file name: fixed once created.")
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('input[name=profile-id]').readOnly;",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+    browser.click(".profile-editor button.cancel").await;
+
+    // New: focus lands on the id, which is editable and has no "fixed" note.
+    browser.click("button.new-profile").await;
+    browser.wait_css("input[name=profile-id]").await;
+    browser
+        .wait_js(
+            "focus on the id",
+            "return document.activeElement && document.activeElement.name;",
+            json!("profile-id"),
+        )
+        .await;
+    assert_eq!(focused_name(&browser).await, json!("profile-id"));
+    assert_eq!(browser.count(".profile-editor .field-note").await, 0);
+    browser.click(".profile-editor button.cancel").await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

@@ -1,10 +1,13 @@
 //! A tour of every main view at 1280×900 and 390×844, light and dark: each view must fit the
 //! viewport without horizontal overflow, keep its primary action visible and log no errors.
 //! Each stop saves a screenshot to target/screenshots/; `FORGE_UPDATE_SCREENSHOTS=1` also
-//! writes them to docs/images/ for docs/user-guide.md.
+//! writes them to docs/images/ for docs/user-guide.md. The last test drives the policy picker
+//! and a regex rule's roles from the keyboard.
 
 mod support;
 
+use fantoccini::key::Key;
+use serde_json::{json, Value};
 use support::{Browser, Server};
 
 const REVIEWER: &str = r#"{
@@ -210,6 +213,211 @@ async fn narrow_tour() {
         .await;
     browser.wait_text(".preflight", "Ready to apply").await;
     stop(&browser, "mobile-profiles", &["button.new-profile"]).await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+async fn texts(browser: &Browser, css: &str) -> Value {
+    browser
+        .js(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);",
+            vec![json!(css)],
+        )
+        .await
+}
+
+async fn attr(browser: &Browser, css: &str, name: &str) -> Value {
+    browser
+        .js(
+            "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null;",
+            vec![json!(css), json!(name)],
+        )
+        .await
+}
+
+/// The policy picker is a set of toggle buttons (aria-pressed; Enter adds a tool, Enter again
+/// removes it), the pattern box has a label, a pattern that matches nothing says so, and a
+/// regex rule's roles and trim strings are edited under "Limits and roles".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_picker_and_regex_roles_from_the_keyboard() {
+    let server = Server::start_with(&workspace(), &[]);
+    let browser = Browser::start().await;
+    browser.viewport(1280, 900).await;
+    browser.open(&server).await;
+    open_careful_reviewer(&browser).await;
+
+    browser.click(".tab[data-tab='Policy']").await;
+    let tools = "[data-policy=tools]";
+    browser
+        .wait_css(&format!("{tools} .pick[data-name=bash]"))
+        .await;
+    assert_eq!(
+        attr(&browser, "input[name=tools-pattern]", "aria-label").await,
+        json!("Add a tool name or pattern")
+    );
+    assert_eq!(
+        attr(
+            &browser,
+            &format!("{tools} .pick[data-name=read]"),
+            "aria-pressed"
+        )
+        .await,
+        json!("true")
+    );
+    assert_eq!(
+        attr(
+            &browser,
+            &format!("{tools} .pick[data-name=bash]"),
+            "aria-pressed"
+        )
+        .await,
+        json!("false")
+    );
+    browser
+        .type_keys(&format!("{tools} .pick[data-name=bash]"), &Key::Enter)
+        .await;
+    browser
+        .wait_css(&format!("{tools} .pick[data-name=bash][aria-pressed=true]"))
+        .await;
+    assert_eq!(
+        texts(&browser, &format!("{tools} .chip .chip-text")).await,
+        json!(["read", "grep", "find", "ls", "bash"])
+    );
+    browser
+        .type_keys(&format!("{tools} .pick[data-name=bash]"), &Key::Enter)
+        .await;
+    browser
+        .wait_css(&format!(
+            "{tools} .pick[data-name=bash][aria-pressed=false]"
+        ))
+        .await;
+    assert_eq!(
+        texts(&browser, &format!("{tools} .chip .chip-text")).await,
+        json!(["read", "grep", "find", "ls"])
+    );
+    browser
+        .type_keys(
+            "input[name=tools-pattern]",
+            &("nope*".to_string() + &Key::Enter),
+        )
+        .await;
+    browser
+        .wait_css(&format!("{tools} .chip.no-match[data-pattern='nope*']"))
+        .await;
+    assert_eq!(
+        browser
+            .text(&format!("{tools} .chip[data-pattern='nope*'] .chip-note"))
+            .await
+            .as_deref(),
+        Some("matches nothing")
+    );
+
+    // A rule limited to some roles; all four ticked again drops `roles`.
+    browser.click(".tab[data-tab='Regex']").await;
+    browser.click("button.add-rule").await;
+    let rule = ".rule[data-rule='0']";
+    browser
+        .fill(&format!("{rule} input[name=rule-pattern]"), "TODO")
+        .await;
+    browser
+        .click(&format!("{rule} details.advanced summary"))
+        .await;
+    let roles = format!("{rule} fieldset.roles input");
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll(arguments[0])].map(e => [e.name, e.checked]);",
+                vec![json!(roles)],
+            )
+            .await,
+        json!([
+            ["rule-role-system", true],
+            ["rule-role-user", true],
+            ["rule-role-assistant", true],
+            ["rule-role-custom", true]
+        ])
+    );
+    for role in ["system", "user", "assistant", "custom"] {
+        browser
+            .type_keys(&format!("{rule} input[name=rule-role-{role}]"), " ")
+            .await;
+    }
+    browser
+        .wait_text(&format!("{rule} .advanced .help"), "No role is ticked")
+        .await;
+    for role in ["user", "assistant"] {
+        browser
+            .type_keys(&format!("{rule} input[name=rule-role-{role}]"), " ")
+            .await;
+    }
+    browser
+        .fill(&format!("{rule} textarea[name=rule-trim]"), "<b>\n\n</b>")
+        .await;
+    assert_eq!(
+        attr(
+            &browser,
+            &format!("{rule} textarea[name=rule-sample]"),
+            "aria-label"
+        )
+        .await,
+        json!("Sample text to try the rule on")
+    );
+    browser.click("button.save").await;
+    browser.wait_text(".status", "Saved careful-reviewer").await;
+    let saved = server.read_json("project/.pi/forge/prompt-stacks/careful-reviewer.json");
+    assert_eq!(
+        saved["tools"],
+        json!({ "allow": ["read", "grep", "find", "ls", "nope*"] })
+    );
+    assert_eq!(
+        saved["regex"]["rules"],
+        json!([{
+            "id": "regex-1", "stage": "compiled", "effect": "outgoing", "targets": ["messages"],
+            "pattern": "TODO", "replace": "", "roles": ["user", "assistant"],
+            "trimStrings": ["<b>", "</b>"]
+        }])
+    );
+
+    // Every role ticked again: `roles` is gone (absent means every role).
+    for role in ["system", "custom"] {
+        browser
+            .type_keys(&format!("{rule} input[name=rule-role-{role}]"), " ")
+            .await;
+    }
+    browser
+        .wait_text(
+            &format!("{rule} .advanced .help"),
+            "Only messages with a ticked role",
+        )
+        .await;
+    browser.click("button.save").await;
+    browser
+        .wait_js(
+            "roles dropped on save",
+            "return document.querySelector('.editor .badge.dirty') === null;",
+            json!(true),
+        )
+        .await;
+    let saved = server.read_json("project/.pi/forge/prompt-stacks/careful-reviewer.json");
+    assert_eq!(saved["regex"]["rules"][0].get("roles"), None);
+
+    // A file with both an allow and a deny list: the hidden deny list is named.
+    browser
+        .click(".stack-row[data-selector='project:validation-issues']")
+        .await;
+    browser.wait_text(".stack-title", "Validation issues").await;
+    browser.click(".tab[data-tab='Policy']").await;
+    assert_eq!(
+        browser
+            .text(&format!("{tools} .both-lists"))
+            .await
+            .as_deref(),
+        Some("This file has an allow list and a deny list, which is an error. The allow list is shown; the deny list (bash) is dropped when you pick a mode.")
+    );
+    browser.click(&format!("{tools} button.mode-allow")).await;
+    browser.wait_css(".editor .badge.dirty").await;
+    assert_eq!(browser.count(&format!("{tools} .both-lists")).await, 0);
 
     browser.assert_no_errors().await;
     browser.close().await;

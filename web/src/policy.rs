@@ -143,6 +143,23 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
                 {mode_button(Mode::Allow, "Allow only", "mode-allow")}
                 {mode_button(Mode::Deny, "Deny", "mode-deny")}
             </div>
+            // Both lists is an error the mode buttons cannot show: say what is hidden.
+            {move || {
+                let hidden: Option<Vec<String>> = ed.draft.with(|d| {
+                    jp::get(d, &format!("/{member}/allow"))?;
+                    let deny = jp::get(d, &format!("/{member}/deny"))?;
+                    Some(match deny.as_array() {
+                        Some(a) => a.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect(),
+                        None => vec![deny.to_string()],
+                    })
+                });
+                hidden.map(|hidden| view! {
+                    <p class="banner warn both-lists" role="note">{format!(
+                        "This file has an allow list and a deny list, which is an error. The allow list is shown; the deny list ({}) is dropped when you pick a mode.",
+                        if hidden.is_empty() { "empty".to_string() } else { hidden.join(", ") }
+                    )}</p>
+                })
+            }}
             {(member == "skills").then(|| view! {
                 <p class="help disclaimer">"Skill filtering only decides which skills are listed in the prompt. It is not a sandbox: the model can still read a skill's file if it knows where it is."</p>
             })}
@@ -212,7 +229,7 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
                                     let title = {
                                         let mut t = desc.clone();
                                         if !active {
-                                            if !t.is_empty() { t.push_str("\n"); }
+                                            if !t.is_empty() { t.push('\n'); }
                                             t.push_str("Registered, but not active in the session right now.");
                                         }
                                         t

@@ -234,8 +234,8 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
             <div class="grid">
                 {text_field(ed, format!("{base}/id"), "rule-id", "Rule ID", false)}
                 {text_field(ed, format!("{base}/name"), "rule-name", "Name", true)}
-                {select_field(ed, format!("{base}/stage"), "rule-stage", "Stage", "(choose)", vec![("history", "history: chat history"), ("compiled", "compiled: the compiled prompt")])}
-                {select_field(ed, format!("{base}/effect"), "rule-effect", "Effect", "outgoing (default)", vec![("outgoing", "outgoing"), ("finalize", "finalize: rewrite stored replies")])}
+                {select_field(ed, format!("{base}/stage"), "rule-stage", "Stage", "(choose)", vec![("history", "history"), ("compiled", "compiled")])}
+                {select_field(ed, format!("{base}/effect"), "rule-effect", "Effect", "outgoing (default)", vec![("outgoing", "outgoing"), ("finalize", "finalize (stored replies)")])}
             </div>
             <div class="grid pattern-line">
                 <label class="field wide2">
