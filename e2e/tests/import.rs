@@ -76,30 +76,6 @@ const IMPORTED_IDS: [&str; 6] = [
     "depthNote",
 ];
 
-/// Waits until the console has logged `want.len()` errors and checks that they are exactly
-/// these failed requests (`"<path> <status>"`), provoked on purpose. This empties the log, so
-/// `assert_no_errors` still catches anything else.
-async fn expect_failed_requests(browser: &Browser, server: &Server, want: &[&str]) {
-    let origin = server.base.trim_end_matches('/');
-    let mut got: Vec<String> = Vec::new();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        got.extend(browser.console_errors().await.into_iter().map(|m| {
-            let m = m.replace(origin, "");
-            match m.split_once(" - Failed to load resource: the server responded with a status of ")
-            {
-                Some((path, status)) => format!("{path} {status}"),
-                None => m,
-            }
-        }));
-        if got.len() >= want.len() || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(got, want, "console errors");
-}
-
 async fn texts(browser: &Browser, css: &str) -> Value {
     browser
         .js(
@@ -303,7 +279,9 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
             "The imported file is not valid JSON: EOF while parsing a list at line 1 column 13",
         )
         .await;
-    expect_failed_requests(&browser, &server, &["/api/stacks/import 400 (Bad Request)"]).await;
+    browser
+        .expect_failed_requests(&server, &["/api/stacks/import 400 (Bad Request)"])
+        .await;
     assert_eq!(browser.count(".modal .review").await, 0);
     let other = server.path("notes.json");
     std::fs::write(&other, "{\"hello\": 1}").unwrap();
@@ -316,7 +294,9 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
             "This file is neither a pi-forge prompt stack nor a SillyTavern chat-completion preset.",
         )
         .await;
-    expect_failed_requests(&browser, &server, &["/api/stacks/import 400 (Bad Request)"]).await;
+    browser
+        .expect_failed_requests(&server, &["/api/stacks/import 400 (Bad Request)"])
+        .await;
     browser.click(".modal button.cancel").await;
     assert_eq!(browser.count(".modal").await, 0);
     assert_eq!(
@@ -355,7 +335,9 @@ async fn a_files_errors_are_all_listed_and_the_dialog_works_from_the_keyboard() 
     browser
         .wait_text(".modal .import-error .field-error", "2 errors")
         .await;
-    expect_failed_requests(&browser, &server, &["/api/stacks/import 400 (Bad Request)"]).await;
+    browser
+        .expect_failed_requests(&server, &["/api/stacks/import 400 (Bad Request)"])
+        .await;
     assert_eq!(
         browser
             .text(".modal .import-error .field-error")

@@ -7,10 +7,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{Browser, Server, WAIT};
+use support::{Browser, Server};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 const PROFILES: &str = "project/.pi/forge/agent-profiles";
@@ -66,31 +66,6 @@ async fn show(browser: &Browser, surface: &str) {
         0,
         "switching to {surface} must not ask (a dirty Preset draft survives the switch)"
     );
-}
-
-/// Waits until the browser console has logged `want.len()` errors and checks that they are
-/// exactly these failed requests (`"<path> <status>"`), which the test provoked on purpose
-/// (a 409 conflict, a 400 refusal). This also empties the log, so `assert_no_errors` at the end
-/// still catches anything unexpected.
-async fn expect_failed_requests(browser: &Browser, server: &Server, want: &[&str]) {
-    let origin = server.base.trim_end_matches('/');
-    let mut got: Vec<String> = Vec::new();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        got.extend(browser.console_errors().await.into_iter().map(|m| {
-            let m = m.replace(origin, "");
-            match m.split_once(" - Failed to load resource: the server responded with a status of ")
-            {
-                Some((path, status)) => format!("{path} {status}"),
-                None => m,
-            }
-        }));
-        if got.len() >= want.len() || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(got, want, "console errors");
 }
 
 /// The messages of the diagnostics listed in `css`.
@@ -524,12 +499,9 @@ async fn profile_lifecycle() {
         browser.text(".status").await.as_deref(),
         Some("Not saved: scout changed on disk.")
     );
-    expect_failed_requests(
-        &browser,
-        &server,
-        &["/api/profiles/project%3Ascout 409 (Conflict)"],
-    )
-    .await;
+    browser
+        .expect_failed_requests(&server, &["/api/profiles/project%3Ascout 409 (Conflict)"])
+        .await;
     assert_eq!(server.read(&file(PROFILES, "scout")), theirs_text);
 
     // Take the disk version (a clean form closes without asking), then delete for real.
@@ -653,7 +625,9 @@ async fn a_second_auto_activating_profile_is_refused() {
     browser.click(".profile-editor button.save-profile").await;
     browser.wait_text(".status", conflict).await;
     assert_eq!(browser.text(".status").await.as_deref(), Some(conflict));
-    expect_failed_requests(&browser, &server, &["/api/profiles 409 (Conflict)"]).await;
+    browser
+        .expect_failed_requests(&server, &["/api/profiles 409 (Conflict)"])
+        .await;
     assert!(!server.path(&file(PROFILES, "second")).exists());
     assert_eq!(
         browser.count(".profile-editor").await,

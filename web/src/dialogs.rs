@@ -251,11 +251,8 @@ fn NewStackDialog() -> impl IntoView {
             match api::post("/api/stacks", &body).await {
                 Ok(view) => {
                     app.dialog.set(None);
-                    app.scope.set(if scope_v == "global" {
-                        Scope::Global
-                    } else {
-                        Scope::Project
-                    });
+                    app.scope
+                        .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                     state::apply_view(app, &view, false);
                     app.say(format!("Created {id_v}"), Tone::Ok);
                     state::refresh_stacks(app);
@@ -338,11 +335,8 @@ fn ForkDialog() -> impl IntoView {
                             Tone::Ok,
                         );
                     } else {
-                        app.scope.set(if scope_v == "global" {
-                            Scope::Global
-                        } else {
-                            Scope::Project
-                        });
+                        app.scope
+                            .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                         state::apply_view(app, &view, false);
                         app.say(format!("Forked to {new_id}"), Tone::Ok);
                     }
@@ -525,11 +519,8 @@ fn ImportDialog() -> impl IntoView {
                     app.say(format!("Imported {new_id}"), Tone::Ok);
                     let selector = s(&view, "selector");
                     app.guard("Opening the imported Preset", move || {
-                        app.scope.set(if scope_v == "global" {
-                            Scope::Global
-                        } else {
-                            Scope::Project
-                        });
+                        app.scope
+                            .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                         state::apply_view(app, &view, false);
                     });
                     if activate_now {

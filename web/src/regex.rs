@@ -29,7 +29,6 @@ fn move_rule(ed: StackEditor, from: usize, to: usize) {
             }
         }
     });
-    ed.clear_buffers("rule:");
 }
 
 #[component]
@@ -130,7 +129,6 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
                 jp::set(d, "/regex", None);
             }
         });
-        ed.clear_buffers("rule:");
     };
     let targets = move |t: &'static str| {
         ed.draft.with(|d| {

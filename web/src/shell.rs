@@ -223,8 +223,14 @@ fn StackSidebar() -> impl IntoView {
                                     <span class="row-detail">{detail}</span>
                                     <span class="row-badges">
                                         {r.active.then(|| view! { <span class="badge active">"active"</span> })}
-                                        {(r.errors > 0).then(|| view! { <span class="badge error" title="errors">{r.errors}" ✕"</span> })}
-                                        {(r.warnings > 0).then(|| view! { <span class="badge warning" title="warnings">{r.warnings}" !"</span> })}
+                                        {(r.errors > 0).then(|| {
+                                            let label = format!("{} error{}", r.errors, if r.errors == 1 { "" } else { "s" });
+                                            view! { <span class="badge error" title=label.clone() aria-label=label>{r.errors}" ✕"</span> }
+                                        })}
+                                        {(r.warnings > 0).then(|| {
+                                            let label = format!("{} warning{}", r.warnings, if r.warnings == 1 { "" } else { "s" });
+                                            view! { <span class="badge warning" title=label.clone() aria-label=label>{r.warnings}" !"</span> }
+                                        })}
                                         {r.shadowed.then(|| view! { <span class="badge muted" title="A project Preset with the same id hides this one">"shadowed"</span> })}
                                         {r.legacy.then(|| view! { <span class="badge muted" title=".pi/prompt-stacks (legacy folder)">"legacy"</span> })}
                                     </span>

@@ -248,12 +248,6 @@ impl StackEditor {
         });
     }
 
-    /// Drops buffers whose key starts with `prefix` (a removed item, rule or parameter).
-    pub fn clear_buffers(&self, prefix: &str) {
-        self.buffers
-            .update(|b| b.retain(|k, _| !k.starts_with(prefix)));
-    }
-
     pub fn can_save(&self) -> bool {
         self.loaded.with(Option::is_some)
             && self.dirty.get()

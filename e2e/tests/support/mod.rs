@@ -654,6 +654,32 @@ impl Browser {
         }
     }
 
+    /// Waits until the console has logged `want.len()` errors and checks that they are exactly
+    /// these failed requests (`"<path> <status>"`, e.g. `"/api/profiles 409 (Conflict)"`),
+    /// which the test provoked on purpose. This empties the log, so [`Self::assert_no_errors`]
+    /// at the end still catches anything unexpected.
+    pub async fn expect_failed_requests(&self, server: &Server, want: &[&str]) {
+        let origin = server.base.trim_end_matches('/');
+        let mut got: Vec<String> = Vec::new();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            got.extend(self.console_errors().await.into_iter().map(|m| {
+                let m = m.replace(origin, "");
+                match m.split_once(
+                    " - Failed to load resource: the server responded with a status of ",
+                ) {
+                    Some((path, status)) => format!("{path} {status}"),
+                    None => m,
+                }
+            }));
+            if got.len() >= want.len() || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(got, want, "console errors");
+    }
+
     /// Asserts that the page recorded no errors and the console logged none.
     pub async fn assert_no_errors(&self) {
         assert_eq!(
