@@ -73,6 +73,14 @@ fn Editor() -> impl IntoView {
             .with(|l| l.as_ref().is_some_and(|l| l.saved.is_null()))
     });
     let revision = Memo::new(move |_| ed.loaded.with(|l| l.as_ref().map(|l| l.revision.clone())));
+    // A file that is not JSON can only be shown (and repaired) as text.
+    let shown_tab = move || {
+        if unparsable.get() {
+            Tab::Json
+        } else {
+            ed.tab.get()
+        }
+    };
 
     let validate = move |_| {
         let sel = selector();
@@ -171,7 +179,7 @@ fn Editor() -> impl IntoView {
                     .into_iter()
                     .map(|(tab, label)| view! {
                         <button role="tab" class="tab" data-tab=label
-                            aria-selected=move || (ed.tab.get() == tab).to_string()
+                            aria-selected=move || (shown_tab() == tab).to_string()
                             on:click=move |_| ed.tab.set(tab)>
                             {label}
                             {move || (tab == Tab::Json && ed.json_scratch.with(Option::is_some))
@@ -182,8 +190,7 @@ fn Editor() -> impl IntoView {
             </nav>
             <div class="tab-body">
                 {move || {
-                    let tab = if unparsable.get() { Tab::Json } else { ed.tab.get() };
-                    match tab {
+                    match shown_tab() {
                         Tab::Items => view! { <ItemsTab/> }.into_any(),
                         Tab::Stack => view! { <StackTab/> }.into_any(),
                         Tab::Regex => view! { <RegexTab/> }.into_any(),

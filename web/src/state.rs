@@ -397,10 +397,17 @@ pub fn refresh_stacks(app: App) {
                                         .find(|r| r.scope == app.scope.get_untracked().as_str())
                                 })
                                 .or_else(|| rows.first())
-                                .map(|r| r.selector.clone())
+                                .map(|r| (r.selector.clone(), r.scope.clone()))
                         });
                         match pick {
-                            Some(sel) => load_stack(app, sel, true),
+                            Some((sel, scope)) => {
+                                // The list shows the opened Preset's scope (an untrusted
+                                // project has global Presets only).
+                                if let Some(scope) = Scope::parse(&scope) {
+                                    app.scope.set(scope);
+                                }
+                                load_stack(app, sel, true)
+                            }
                             None if first_load => app.say("No prompt stacks found.", Tone::Info),
                             None => {}
                         }
