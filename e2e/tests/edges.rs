@@ -1,0 +1,802 @@
+//! Browser tests of edge flows: an untrusted project, repairing a file that is not JSON, legacy
+//! and shadowed stacks, a large stack, a server that went away, and fork + activate from the
+//! UI. One server and one headless browser per test; every wait polls.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{Browser, Server, WAIT};
+
+const STACKS: &str = "project/.pi/forge/prompt-stacks";
+const LEGACY: &str = "project/.pi/prompt-stacks";
+const GLOBAL: &str = "global/prompt-stacks";
+
+fn project_path(id: &str) -> String {
+    format!("{STACKS}/{id}.json")
+}
+
+fn global_path(id: &str) -> String {
+    format!("{GLOBAL}/{id}.json")
+}
+
+/// The on-disk format: pretty JSON (2 spaces) plus a newline.
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+/// A schema-2 stack with a system block and a chat-history slot (no diagnostics).
+fn stack(id: &str, name: &str, content: &str) -> Value {
+    json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": id,
+        "name": name,
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": content },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]
+    })
+}
+
+/// Starts a server with `files`, opens the editor and waits for "Loaded <first>".
+async fn start(files: &[(String, String)], args: &[&str], first: &str) -> (Server, Browser) {
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let server = Server::start_with(&refs, args);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    wait_status(&browser, &format!("Loaded {first}")).await;
+    (server, browser)
+}
+
+/// Polls until `css`'s text is exactly `want`.
+async fn wait_eq(browser: &Browser, css: &str, want: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = browser.text(css).await;
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        if Instant::now() > deadline {
+            let errors = browser.page_errors().await;
+            panic!("waited {WAIT:?} for {css} to read {want:?}; it reads {got:?} (page errors: {errors:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn wait_status(browser: &Browser, want: &str) {
+    wait_eq(browser, ".topbar .status", want).await;
+}
+
+/// Polls until `count(css) == n`.
+async fn wait_count(browser: &Browser, css: &str, n: usize) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = browser.count(css).await;
+        if got == n {
+            return;
+        }
+        if Instant::now() > deadline {
+            let errors = browser.page_errors().await;
+            panic!("waited {WAIT:?} for {n} × {css}; there are {got} (page errors: {errors:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Polls until the file's text is exactly `want` (a write still in flight is waited for).
+async fn wait_file_text(server: &Server, rel: &str, want: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = std::fs::read_to_string(server.path(rel)).ok();
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited {WAIT:?} for {rel} to hold\n{want}\nit holds\n{got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Opens a section tab of the editor.
+async fn tab(browser: &Browser, label: &str) {
+    browser
+        .click(&format!("button.tab[data-tab='{label}']"))
+        .await;
+    wait_attr(
+        browser,
+        &format!("button.tab[data-tab='{label}']"),
+        "aria-selected",
+        "true",
+    )
+    .await;
+}
+
+/// Polls until the first element matching `css` has `attr` = `want`.
+async fn wait_attr(browser: &Browser, css: &str, attr: &str, want: &str) {
+    browser
+        .wait_js(
+            &format!("{css} [{attr}]"),
+            &format!(
+                "const e = document.querySelector({css:?}); return e ? e.getAttribute({attr:?}) : null;"
+            ),
+            json!(want),
+        )
+        .await;
+}
+
+/// The text of every element matching `css`.
+async fn texts(browser: &Browser, css: &str) -> Vec<String> {
+    let v = browser
+        .js(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);",
+            vec![json!(css)],
+        )
+        .await;
+    serde_json::from_value(v).unwrap()
+}
+
+/// The `data-selector`s of the listed stack rows, top to bottom.
+async fn row_selectors(browser: &Browser) -> Vec<String> {
+    let v = browser
+        .js(
+            "return [...document.querySelectorAll('.stack-list .stack-row')].map(e => e.dataset.selector);",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(v).unwrap()
+}
+
+/// Switches the sidebar to a scope ("Project" or "Global").
+async fn scope(browser: &Browser, label: &str) {
+    browser.click_text(".scope-switch .seg-button", label).await;
+    browser
+        .wait_js(
+            "scope switched",
+            &format!(
+                "return [...document.querySelectorAll('.scope-switch .seg-button')].some(b => b.textContent.startsWith({label:?}) && b.getAttribute('aria-pressed') === 'true');"
+            ),
+            json!(true),
+        )
+        .await;
+}
+
+/// The scope switch's counts: `[project, global]`.
+async fn scope_counts(browser: &Browser) -> Vec<String> {
+    texts(browser, ".scope-switch .seg-button .count").await
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Untrusted project
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() {
+    let project = stack("local", "Local", "Project text.");
+    let global = stack("shared", "Shared", "Global text.");
+    let files = vec![
+        (project_path("local"), pretty(&project)),
+        (global_path("shared"), pretty(&global)),
+    ];
+    let (server, browser) = start(&files, &["--untrusted"], "shared").await;
+
+    // The top bar says so; the project's stacks are not read at all.
+    wait_eq(&browser, ".topbar .badge.warn", "Read-only").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.topbar .badge.warn').title;",
+                vec![]
+            )
+            .await,
+        json!("pi-forge was started with --untrusted: project files are read-only.")
+    );
+    assert_eq!(scope_counts(&browser).await, ["0", "1"]);
+    let (status, list) = server.api("GET", "/api/stacks", None, None);
+    assert_eq!(status, 200);
+    assert_eq!(list["trusted"], json!(false));
+    let listed: Vec<&str> = list["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["selector"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["global:shared"]);
+
+    // The open stack is the global one, and the list shows its scope with its row current.
+    assert_eq!(
+        browser.text(".editor .selector").await.as_deref(),
+        Some("global:shared")
+    );
+    wait_attr(
+        &browser,
+        ".scope-switch .seg-button:nth-child(2)",
+        "aria-pressed",
+        "true",
+    )
+    .await;
+    assert_eq!(row_selectors(&browser).await, ["global:shared"]);
+    wait_attr(
+        &browser,
+        ".stack-row[data-selector='global:shared']",
+        "aria-current",
+        "true",
+    )
+    .await;
+    scope(&browser, "Project").await;
+    assert_eq!(row_selectors(&browser).await, Vec::<String>::new());
+    assert_eq!(
+        browser.text(".stack-list .empty").await.as_deref(),
+        Some("No Presets in this scope.")
+    );
+    scope(&browser, "Global").await;
+    assert_eq!(row_selectors(&browser).await, ["global:shared"]);
+
+    // Editing and saving the global stack works.
+    browser
+        .fill("textarea[name=item-content]", "Global text, edited.")
+        .await;
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved shared").await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+    let mut want = global.clone();
+    want["items"][0]["content"] = json!("Global text, edited.");
+    assert_eq!(server.read(&global_path("shared")), pretty(&want));
+    assert_eq!(server.read(&project_path("local")), pretty(&project));
+
+    // A project write (a new Preset in the project scope) is refused by the server; the app
+    // says why, keeps the dialog open and writes nothing.
+    browser.click("button.new-stack").await;
+    browser.wait_css(".modal input[name=new-id]").await;
+    assert_eq!(browser.value(".modal select[name=scope]").await, "global");
+    browser.fill(".modal input[name=new-id]", "blocked").await;
+    browser.fill(".modal select[name=scope]", "project").await;
+    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    browser.click(".modal button.create").await;
+    wait_status(
+        &browser,
+        "Project is not trusted; refusing to create prompt stacks.",
+    )
+    .await;
+    browser
+        .expect_failed_requests(&server, &["/api/stacks 403 (Forbidden)"])
+        .await;
+    assert_eq!(browser.count(".modal").await, 1);
+    assert!(!server.path(&project_path("blocked")).exists());
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.topbar .status').classList.contains('error');",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Repairing a file that is not JSON
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
+    let good = stack("alpha", "Alpha", "Fine.");
+    let broken_text = "{ \"id\": \"broken\", \"items\": [\n";
+    let files = vec![
+        (project_path("alpha"), pretty(&good)),
+        (project_path("broken"), broken_text.to_string()),
+    ];
+    let (server, browser) = start(&files, &[], "alpha").await;
+
+    let badge = ".stack-row[data-selector='project:broken'] .badge.error";
+    wait_eq(&browser, badge, "1 ✕").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector(arguments[0]).getAttribute('aria-label');",
+                vec![json!(badge)]
+            )
+            .await,
+        json!("1 error")
+    );
+
+    browser
+        .click(".stack-row[data-selector='project:broken']")
+        .await;
+    wait_status(&browser, "Loaded broken").await;
+    wait_eq(
+        &browser,
+        ".editor .banner.error",
+        "This file is not valid JSON. Open the JSON tab to repair it.",
+    )
+    .await;
+    // The JSON tab is shown (and marked as the selected tab) with the file's exact text.
+    browser.wait_css("textarea[name=stack-json]").await;
+    wait_attr(
+        &browser,
+        "button.tab[data-tab='JSON']",
+        "aria-selected",
+        "true",
+    )
+    .await;
+    browser
+        .wait_js(
+            "the file's text in the JSON tab",
+            "return document.querySelector('textarea[name=stack-json]').value;",
+            json!(broken_text),
+        )
+        .await;
+    assert!(!browser.enabled("button.save").await);
+
+    let fixed = json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": "broken",
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": "Repaired." }
+        ]
+    });
+    browser
+        .fill("textarea[name=stack-json]", &pretty(&fixed))
+        .await;
+    browser.click("button.apply-json").await;
+    wait_status(&browser, "Applied stack JSON to editor").await;
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    assert!(browser.enabled("button.save").await);
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved broken").await;
+    wait_file_text(&server, &project_path("broken"), &pretty(&fixed)).await;
+
+    // Repaired: no error badge, no banner, the normal tabs again.
+    wait_count(&browser, badge, 0).await;
+    wait_count(&browser, ".editor .banner.error", 0).await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+    assert_eq!(
+        browser
+            .text(".stack-row[data-selector='project:broken'] .row-detail")
+            .await
+            .as_deref(),
+        Some("replace · 1 item")
+    );
+    tab(&browser, "Items").await;
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Repaired."
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Legacy folder
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_stack_saves_back_to_its_legacy_file() {
+    let old = stack("old", "Old", "Legacy text.");
+    let legacy_rel = format!("{LEGACY}/old.json");
+    let files = vec![(legacy_rel.clone(), pretty(&old))];
+    let (server, browser) = start(&files, &[], "old").await;
+
+    let row = ".stack-row[data-selector='project:old']";
+    assert_eq!(texts(&browser, &format!("{row} .badge")).await, ["legacy"]);
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector(arguments[0]).title;",
+                vec![json!(format!("{row} .badge.muted"))]
+            )
+            .await,
+        json!(".pi/prompt-stacks (legacy folder)")
+    );
+    let shown = browser.text(".editor .file-path").await.unwrap();
+    assert!(
+        shown.ends_with("/project/.pi/prompt-stacks/old.json"),
+        "file path shown: {shown}"
+    );
+
+    browser
+        .fill("textarea[name=item-content]", "Legacy text, edited.")
+        .await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved old").await;
+    let mut want = old.clone();
+    want["items"][0]["content"] = json!("Legacy text, edited.");
+    wait_file_text(&server, &legacy_rel, &pretty(&want)).await;
+    assert!(!server.path(&project_path("old")).exists());
+    assert!(!server.path(STACKS).exists());
+    // Still one row, still legacy.
+    wait_count(&browser, ".badge.dirty", 0).await;
+    assert_eq!(row_selectors(&browser).await, ["project:old"]);
+    assert_eq!(texts(&browser, &format!("{row} .badge")).await, ["legacy"]);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Shadowing
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadowed_global_stack_is_marked_and_saves_only_the_global_file() {
+    let project = stack("dup", "Project dup", "Project version.");
+    let global = stack("dup", "Global dup", "Global version.");
+    let files = vec![
+        (project_path("dup"), pretty(&project)),
+        (global_path("dup"), pretty(&global)),
+    ];
+    let (server, browser) = start(&files, &[], "dup").await;
+    assert_eq!(
+        browser.text(".editor .selector").await.as_deref(),
+        Some("project:dup")
+    );
+    assert_eq!(scope_counts(&browser).await, ["1", "1"]);
+    assert_eq!(
+        texts(&browser, ".stack-row[data-selector='project:dup'] .badge").await,
+        Vec::<String>::new()
+    );
+
+    scope(&browser, "Global").await;
+    let row = ".stack-row[data-selector='global:dup']";
+    assert_eq!(
+        texts(&browser, &format!("{row} .badge")).await,
+        ["shadowed"]
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector(arguments[0]).title;",
+                vec![json!(format!("{row} .badge.muted"))]
+            )
+            .await,
+        json!("A project Preset with the same id hides this one")
+    );
+
+    browser.click(row).await;
+    wait_eq(&browser, ".editor .selector", "global:dup").await;
+    wait_eq(&browser, ".stack-title", "Global dup").await;
+    wait_status(&browser, "Loaded dup").await;
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Global version."
+    );
+    browser
+        .fill("textarea[name=item-content]", "Global version, edited.")
+        .await;
+    browser.click("button.save").await;
+    wait_status(&browser, "Saved dup").await;
+    let mut want = global.clone();
+    want["items"][0]["content"] = json!("Global version, edited.");
+    wait_file_text(&server, &global_path("dup"), &pretty(&want)).await;
+    assert_eq!(server.read(&project_path("dup")), pretty(&project));
+    wait_count(&browser, ".badge.dirty", 0).await;
+    assert_eq!(
+        texts(&browser, &format!("{row} .badge")).await,
+        ["shadowed"]
+    );
+    assert_eq!(
+        browser.text(".editor .selector").await.as_deref(),
+        Some("global:dup")
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A large stack
+// ---------------------------------------------------------------------------------------------
+
+/// A long block text: 40 lines of words plus one 300-character token without a break.
+fn long_content(i: usize) -> String {
+    let mut lines: Vec<String> = (0..40)
+        .map(|l| format!("Item {i} line {l}: keep the answer short, cite the file and the line, and never guess a path you have not read."))
+        .collect();
+    lines.push("x".repeat(300));
+    lines.join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_of_200_long_items_opens_edits_and_saves() {
+    let small = stack("a-small", "Small", "Small.");
+    let items: Vec<Value> = (0..200)
+        .map(|i| {
+            json!({
+                "kind": "block",
+                "id": format!("item-{i}"),
+                "name": format!("Item number {i} with a fairly long descriptive name"),
+                "role": "system",
+                "content": long_content(i)
+            })
+        })
+        .collect();
+    let big = json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": "big",
+        "name": "Big",
+        "items": items
+    });
+    let files = vec![
+        (project_path("a-small"), pretty(&small)),
+        (project_path("big"), pretty(&big)),
+    ];
+    let (server, browser) = start(&files, &[], "a-small").await;
+
+    // Open it; the page measures click → 200 rows on screen (reported, not asserted).
+    let opened = browser
+        .js(
+            "const t0 = performance.now(); \
+             document.querySelector(\".stack-row[data-selector='project:big']\").click(); \
+             return new Promise((resolve) => { const tick = () => { \
+               if (document.querySelectorAll('.item-list .item-row').length === 200) { \
+                 requestAnimationFrame(() => resolve(performance.now() - t0)); } \
+               else if (performance.now() - t0 > 20000) { resolve(-1); } \
+               else { requestAnimationFrame(tick); } }; tick(); });",
+            vec![],
+        )
+        .await;
+    eprintln!("edges: opening the 200-item stack took {opened} ms");
+    wait_status(&browser, "Loaded big").await;
+    wait_count(&browser, ".item-list .item-row", 200).await;
+
+    // Select the last item.
+    browser.click(".item-row[data-index='199']").await;
+    wait_attr(
+        &browser,
+        ".item-row[data-index='199']",
+        "aria-selected",
+        "true",
+    )
+    .await;
+    assert_eq!(browser.value("input[name=item-id]").await, "item-199");
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        long_content(199)
+    );
+
+    // Real key events into the block: the draft follows.
+    let typed = browser
+        .js(
+            "const e = document.querySelector('textarea[name=item-content]'); e.focus(); \
+             e.setSelectionRange(e.value.length, e.value.length); return performance.now();",
+            vec![],
+        )
+        .await;
+    browser
+        .type_keys("textarea[name=item-content]", " edited")
+        .await;
+    let want_content = long_content(199) + " edited";
+    browser
+        .wait_js(
+            "typed text in the block",
+            "return document.querySelector('textarea[name=item-content]').value;",
+            json!(want_content),
+        )
+        .await;
+    let after = browser.js("return performance.now();", vec![]).await;
+    eprintln!(
+        "edges: typing 7 keys into item 199 took {} ms (WebDriver round trips included)",
+        after.as_f64().unwrap_or(0.0) - typed.as_f64().unwrap_or(0.0)
+    );
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    // The draft (not only the textarea) has it: the JSON tab shows the draft.
+    tab(&browser, "JSON").await;
+    let draft: Value =
+        serde_json::from_str(&browser.value("textarea[name=stack-json]").await).unwrap();
+    assert_eq!(draft["items"][199]["content"], json!(want_content));
+    assert_eq!(draft["items"].as_array().unwrap().len(), 200);
+    tab(&browser, "Items").await;
+
+    let saved_ms = browser
+        .js(
+            "const t0 = performance.now(); document.querySelector('button.save').click(); \
+             return new Promise((resolve) => { const tick = () => { \
+               if (document.querySelector('.topbar .status').textContent === 'Saved big') { resolve(performance.now() - t0); } \
+               else if (performance.now() - t0 > 20000) { resolve(-1); } \
+               else { requestAnimationFrame(tick); } }; tick(); });",
+            vec![],
+        )
+        .await;
+    eprintln!("edges: saving the 200-item stack took {saved_ms} ms");
+    wait_status(&browser, "Saved big").await;
+    let mut want = big.clone();
+    want["items"][199]["content"] = json!(want_content);
+    wait_file_text(&server, &project_path("big"), &pretty(&want)).await;
+    wait_count(&browser, ".badge.dirty", 0).await;
+
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. The server went away
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_without_a_server_says_so_and_keeps_the_draft() {
+    let base = stack("keep", "Keep", "Before.");
+    let files = vec![(project_path("keep"), pretty(&base))];
+    let (server, browser) = start(&files, &[], "keep").await;
+    let origin = server.base.trim_end_matches('/').to_string();
+    drop(server);
+
+    browser
+        .fill(
+            "textarea[name=item-content]",
+            "Typed while the server is gone.",
+        )
+        .await;
+    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.click("button.save").await;
+    wait_status(
+        &browser,
+        "The pi-forge server did not answer: TypeError: Failed to fetch",
+    )
+    .await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.topbar .status').classList.contains('error');",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+    // The draft is intact and still unsaved; Save can be tried again.
+    assert_eq!(
+        browser.value("textarea[name=item-content]").await,
+        "Typed while the server is gone."
+    );
+    assert_eq!(
+        browser.text(".badge.dirty").await.as_deref(),
+        Some("unsaved")
+    );
+    assert!(browser.enabled("button.save").await);
+
+    // The console logs the failed PUT once, and the event stream's end and its reconnection
+    // attempts (Chromium retries every ~3 s). Wait for the first retry, so the next one is
+    // seconds away when `assert_no_errors` reads the log.
+    let put = "/api/stacks/project%3Akeep - Failed to load resource: net::ERR_CONNECTION_REFUSED";
+    let retry = "/api/events - Failed to load resource: net::ERR_CONNECTION_REFUSED";
+    let stream_end = "/api/events - Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING";
+    let deadline = Instant::now() + WAIT;
+    let mut got: Vec<String> = Vec::new();
+    while !(got.iter().any(|m| m == put) && got.iter().any(|m| m == retry)) {
+        assert!(
+            Instant::now() < deadline,
+            "waited {WAIT:?} for the failed PUT and an event-stream retry; console errors: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        got.extend(
+            browser
+                .console_errors()
+                .await
+                .into_iter()
+                .map(|m| m.replace(&origin, "")),
+        );
+    }
+    assert_eq!(
+        got.iter().filter(|m| *m == put).count(),
+        1,
+        "console errors: {got:?}"
+    );
+    let unexpected: Vec<&String> = got
+        .iter()
+        .filter(|m| ![put, retry, stream_end].contains(&m.as_str()))
+        .collect();
+    assert_eq!(unexpected, Vec::<&String>::new(), "console errors");
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Fork and activate from the UI
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_to_global_and_activate_from_the_menu() {
+    let mut base = stack("base", "Base", "Base text.");
+    base["autoActivate"] = json!(true);
+    base["x-custom"] = json!({ "kept": true });
+    let files = vec![(project_path("base"), pretty(&base))];
+    let (server, browser) = start(&files, &[], "base").await;
+    let active = ".stack-row[data-selector='project:base'] .badge.active";
+    wait_eq(&browser, active, "active").await;
+
+    browser.click("button.more-toggle").await;
+    browser.click(".more .menu button.fork").await;
+    browser.wait_css(".modal input[name=fork-id]").await;
+    assert_eq!(
+        browser.text(".modal #dialog-title").await.as_deref(),
+        Some("Fork base")
+    );
+    assert_eq!(
+        browser.value(".modal input[name=fork-id]").await,
+        "base-copy"
+    );
+    assert_eq!(browser.value(".modal select[name=scope]").await, "project");
+    browser
+        .fill(".modal input[name=fork-id]", "base-fork")
+        .await;
+    browser.fill(".modal select[name=scope]", "global").await;
+    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    browser.click(".modal input[name=activate]").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.modal input[name=activate]').checked;",
+                vec![]
+            )
+            .await,
+        json!(true)
+    );
+    browser.click_text(".modal button.primary", "Fork").await;
+    wait_status(&browser, "Forked to base-fork").await;
+    wait_count(&browser, ".modal", 0).await;
+
+    // The copy: same raw object, new id, autoActivate turned off (docs/api.md, fork).
+    let mut want = base.clone();
+    want["id"] = json!("base-fork");
+    want["autoActivate"] = json!(false);
+    wait_file_text(&server, &global_path("base-fork"), &pretty(&want)).await;
+    assert_eq!(server.read(&project_path("base")), pretty(&base));
+
+    // The fork is open, listed under Global and active; the source is not active any more.
+    wait_eq(&browser, ".editor .selector", "global:base-fork").await;
+    let fork_row = ".stack-row[data-selector='global:base-fork']";
+    wait_eq(&browser, &format!("{fork_row} .badge.active"), "active").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector(arguments[0]).getAttribute('aria-current');",
+                vec![json!(fork_row)]
+            )
+            .await,
+        json!("true")
+    );
+    wait_eq(&browser, ".editor .title-line .badge.active", "active").await;
+    assert_eq!(scope_counts(&browser).await, ["1", "1"]);
+    scope(&browser, "Project").await;
+    wait_count(&browser, active, 0).await;
+
+    let (status, list) = server.api("GET", "/api/stacks", None, None);
+    assert_eq!(status, 200);
+    assert_eq!(list["activeId"], json!("global:base-fork"));
+    let rows: Vec<(String, bool)> = list["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["selector"].as_str().unwrap().to_string(),
+                r["active"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("global:base-fork".to_string(), true),
+            ("project:base".to_string(), false)
+        ]
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
