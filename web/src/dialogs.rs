@@ -213,6 +213,34 @@ fn template(kind: &str, id: &str, name: &str) -> Value {
     stack
 }
 
+/// An id input with its live check ("Available." or the problem).
+fn id_field(
+    name: &'static str,
+    label: &'static str,
+    autofocus: bool,
+    id: RwSignal<String>,
+    problem: impl Fn() -> Option<String> + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span class="label">{label}</span>
+            <input type="text" name=name autofocus=autofocus prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))
+                class:invalid=move || problem().is_some()/>
+            <span class="field-note" class:field-error=move || problem().is_some()>{move || problem().unwrap_or_else(|| "Available.".into())}</span>
+        </label>
+    }
+}
+
+/// The "activate it" checkbox of the create dialogs.
+fn activate_check(activate: RwSignal<bool>, label: &'static str) -> impl IntoView {
+    view! {
+        <label class="check">
+            <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
+            <span>{label}</span>
+        </label>
+    }
+}
+
 fn scope_select(scope: RwSignal<String>) -> impl IntoView {
     view! {
         <label class="field">
@@ -292,10 +320,7 @@ fn NewStackDialog() -> impl IntoView {
                     </label>
                 }).collect_view()}
             </fieldset>
-            <label class="check">
-                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
-                <span>"Activate it now"</span>
-            </label>
+            {activate_check(activate, "Activate it now")}
             <div class="row end">
                 <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
                 <button type="submit" class="primary create" disabled=move || problem().is_some() || busy.get()>"Create"</button>
@@ -350,17 +375,9 @@ fn ForkDialog() -> impl IntoView {
         <h2 id="dialog-title">{format!("Fork {}", loaded.id)}</h2>
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); fork(()); }>
             {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
-            <label class="field">
-                <span class="label">"New ID"</span>
-                <input type="text" name="fork-id" autofocus prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))
-                    class:invalid=move || problem().is_some()/>
-                <span class="field-note" class:field-error=move || problem().is_some()>{move || problem().unwrap_or_else(|| "Available.".into())}</span>
-            </label>
+            {id_field("fork-id", "New ID", true, id, problem)}
             {scope_select(scope)}
-            <label class="check">
-                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
-                <span>"Activate the fork"</span>
-            </label>
+            {activate_check(activate, "Activate the fork")}
             <div class="row end">
                 <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
                 <button type="submit" class="primary" disabled=move || problem().is_some()>"Fork"</button>
@@ -631,17 +648,9 @@ fn review(
             {section("converted", "Converted")}
             {section("approximated", "Approximated")}
             {section("dropped", "Dropped")}
-            <label class="field">
-                <span class="label">"Preset ID"</span>
-                <input type="text" name="import-id" prop:value=move || id.get() on:input=move |e| id.set(event_target_value(&e))
-                    class:invalid=move || problem().is_some()/>
-                <span class="field-note" class:field-error=move || problem().is_some()>{move || problem().unwrap_or_else(|| "Available.".into())}</span>
-            </label>
+            {id_field("import-id", "Preset ID", false, id, problem)}
             {scope_select(scope)}
-            <label class="check">
-                <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
-                <span>"Activate it now"</span>
-            </label>
+            {activate_check(activate, "Activate it now")}
             {(!diagnostics.is_empty()).then(|| view! {
                 <ul class="diagnostic-list import-diagnostics">
                     {diagnostics.into_iter().map(|d| view! {

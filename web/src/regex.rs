@@ -236,27 +236,9 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
                 {select_field(ed, format!("{base}/effect"), "rule-effect", "Effect", "outgoing (default)", vec![("outgoing", "outgoing"), ("finalize", "finalize (stored replies)")])}
             </div>
             <div class="grid pattern-line">
-                <label class="field wide2">
-                    <span class="label">"Pattern"</span>
-                    {
-                        let p = format!("{base}/pattern");
-                        let r = p.clone();
-                        view! { <input type="text" name="rule-pattern" class="mono" spellcheck="false"
-                            prop:value=move || ed.draft.with(|d| jp::get_str(d, &r))
-                            on:input=move |e| ed.set(&p, Some(Value::String(event_target_value(&e))))/> }
-                    }
-                </label>
+                {mono_field(ed, format!("{base}/pattern"), "rule-pattern", "Pattern")}
                 {text_field(ed, format!("{base}/flags"), "rule-flags", "Flags (gimsu)", true)}
-                <label class="field wide2">
-                    <span class="label">"Replace with"</span>
-                    {
-                        let p = format!("{base}/replace");
-                        let r = p.clone();
-                        view! { <input type="text" name="rule-replace" class="mono" spellcheck="false"
-                            prop:value=move || ed.draft.with(|d| jp::get_str(d, &r))
-                            on:input=move |e| ed.set(&p, Some(Value::String(event_target_value(&e))))/> }
-                    }
-                </label>
+                {mono_field(ed, format!("{base}/replace"), "rule-replace", "Replace with")}
             </div>
             <Show when=move || stage() == "compiled">
                 <div class="row targets">
@@ -327,5 +309,23 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
                 })}
             </details>
         </section>
+    }
+}
+
+/// A monospace text input for a string member that is kept even when empty (pattern, replace).
+fn mono_field(
+    ed: StackEditor,
+    path: String,
+    name: &'static str,
+    label: &'static str,
+) -> impl IntoView {
+    let read = path.clone();
+    view! {
+        <label class="field wide2">
+            <span class="label">{label}</span>
+            <input type="text" name=name class="mono" spellcheck="false"
+                prop:value=move || ed.draft.with(|d| jp::get_str(d, &read))
+                on:input=move |e| ed.set(&path, Some(Value::String(event_target_value(&e))))/>
+        </label>
     }
 }
