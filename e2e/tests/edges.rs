@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{Browser, Server, WAIT};
+use support::{pretty, sample_stack, Browser, Server, WAIT};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 const LEGACY: &str = "project/.pi/prompt-stacks";
@@ -21,25 +21,6 @@ fn global_path(id: &str) -> String {
     format!("{GLOBAL}/{id}.json")
 }
 
-/// The on-disk format: pretty JSON (2 spaces) plus a newline.
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap() + "\n"
-}
-
-/// A schema-2 stack with a system block and a chat-history slot (no diagnostics).
-fn stack(id: &str, name: &str, content: &str) -> Value {
-    json!({
-        "schemaVersion": 2,
-        "type": "pi-forge.prompt-stack",
-        "id": id,
-        "name": name,
-        "items": [
-            { "kind": "block", "id": "intro", "role": "system", "content": content },
-            { "kind": "slot", "id": "history", "slot": "chat-history" }
-        ]
-    })
-}
-
 /// Starts a server with `files`, opens the editor and waits for "Loaded <first>".
 async fn start(files: &[(String, String)], args: &[&str], first: &str) -> (Server, Browser) {
     let refs: Vec<(&str, &str)> = files
@@ -49,44 +30,8 @@ async fn start(files: &[(String, String)], args: &[&str], first: &str) -> (Serve
     let server = Server::start_with(&refs, args);
     let browser = Browser::start().await;
     browser.open(&server).await;
-    wait_status(&browser, &format!("Loaded {first}")).await;
+    browser.wait_status(&format!("Loaded {first}")).await;
     (server, browser)
-}
-
-/// Polls until `css`'s text is exactly `want`.
-async fn wait_eq(browser: &Browser, css: &str, want: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let got = browser.text(css).await;
-        if got.as_deref() == Some(want) {
-            return;
-        }
-        if Instant::now() > deadline {
-            let errors = browser.page_errors().await;
-            panic!("waited {WAIT:?} for {css} to read {want:?}; it reads {got:?} (page errors: {errors:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-async fn wait_status(browser: &Browser, want: &str) {
-    wait_eq(browser, ".topbar .status", want).await;
-}
-
-/// Polls until `count(css) == n`.
-async fn wait_count(browser: &Browser, css: &str, n: usize) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let got = browser.count(css).await;
-        if got == n {
-            return;
-        }
-        if Instant::now() > deadline {
-            let errors = browser.page_errors().await;
-            panic!("waited {WAIT:?} for {n} × {css}; there are {got} (page errors: {errors:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// Polls until the file's text is exactly `want` (a write still in flight is waited for).
@@ -103,20 +48,6 @@ async fn wait_file_text(server: &Server, rel: &str, want: &str) {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-/// Opens a section tab of the editor.
-async fn tab(browser: &Browser, label: &str) {
-    browser
-        .click(&format!("button.tab[data-tab='{label}']"))
-        .await;
-    wait_attr(
-        browser,
-        &format!("button.tab[data-tab='{label}']"),
-        "aria-selected",
-        "true",
-    )
-    .await;
 }
 
 /// Polls until the first element matching `css` has `attr` = `want`.
@@ -179,8 +110,8 @@ async fn scope_counts(browser: &Browser) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() {
-    let project = stack("local", "Local", "Project text.");
-    let global = stack("shared", "Shared", "Global text.");
+    let project = sample_stack("local", "Local", "Project text.");
+    let global = sample_stack("shared", "Shared", "Global text.");
     let files = vec![
         (project_path("local"), pretty(&project)),
         (global_path("shared"), pretty(&global)),
@@ -188,7 +119,7 @@ async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() 
     let (server, browser) = start(&files, &["--untrusted"], "shared").await;
 
     // The top bar says so; the project's stacks are not read at all.
-    wait_eq(&browser, ".topbar .badge.warn", "Read-only").await;
+    browser.wait_eq(".topbar .badge.warn", "Read-only").await;
     assert_eq!(
         browser
             .js(
@@ -243,10 +174,10 @@ async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() 
     browser
         .fill("textarea[name=item-content]", "Global text, edited.")
         .await;
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved shared").await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_status("Saved shared").await;
+    browser.wait_count(".badge.dirty", 0).await;
     let mut want = global.clone();
     want["items"][0]["content"] = json!("Global text, edited.");
     assert_eq!(server.read(&global_path("shared")), pretty(&want));
@@ -259,13 +190,11 @@ async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() 
     assert_eq!(browser.value(".modal select[name=scope]").await, "global");
     browser.fill(".modal input[name=new-id]", "blocked").await;
     browser.fill(".modal select[name=scope]", "project").await;
-    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    browser.wait_eq(".modal .field-note", "Available.").await;
     browser.click(".modal button.create").await;
-    wait_status(
-        &browser,
-        "Project is not trusted; refusing to create prompt stacks.",
-    )
-    .await;
+    browser
+        .wait_status("Project is not trusted; refusing to create prompt stacks.")
+        .await;
     browser
         .expect_failed_requests(&server, &["/api/stacks 403 (Forbidden)"])
         .await;
@@ -291,7 +220,7 @@ async fn untrusted_project_lists_only_global_stacks_and_global_stays_writable() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
-    let good = stack("alpha", "Alpha", "Fine.");
+    let good = sample_stack("alpha", "Alpha", "Fine.");
     let broken_text = "{ \"id\": \"broken\", \"items\": [\n";
     let files = vec![
         (project_path("alpha"), pretty(&good)),
@@ -300,7 +229,7 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
     let (server, browser) = start(&files, &[], "alpha").await;
 
     let badge = ".stack-row[data-selector='project:broken'] .badge.error";
-    wait_eq(&browser, badge, "1 ✕").await;
+    browser.wait_eq(badge, "1 ✕").await;
     assert_eq!(
         browser
             .js(
@@ -314,13 +243,13 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
     browser
         .click(".stack-row[data-selector='project:broken']")
         .await;
-    wait_status(&browser, "Loaded broken").await;
-    wait_eq(
-        &browser,
-        ".editor .banner.error",
-        "This file is not valid JSON. Open the JSON tab to repair it.",
-    )
-    .await;
+    browser.wait_status("Loaded broken").await;
+    browser
+        .wait_eq(
+            ".editor .banner.error",
+            "This file is not valid JSON. Open the JSON tab to repair it.",
+        )
+        .await;
     // The JSON tab is shown (and marked as the selected tab) with the file's exact text.
     browser.wait_css("textarea[name=stack-json]").await;
     wait_attr(
@@ -351,17 +280,17 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
         .fill("textarea[name=stack-json]", &pretty(&fixed))
         .await;
     browser.click("button.apply-json").await;
-    wait_status(&browser, "Applied stack JSON to editor").await;
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_status("Applied stack JSON to editor").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     assert!(browser.enabled("button.save").await);
     browser.click("button.save").await;
-    wait_status(&browser, "Saved broken").await;
+    browser.wait_status("Saved broken").await;
     wait_file_text(&server, &project_path("broken"), &pretty(&fixed)).await;
 
     // Repaired: no error badge, no banner, the normal tabs again.
-    wait_count(&browser, badge, 0).await;
-    wait_count(&browser, ".editor .banner.error", 0).await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_count(badge, 0).await;
+    browser.wait_count(".editor .banner.error", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
     assert_eq!(
         browser
             .text(".stack-row[data-selector='project:broken'] .row-detail")
@@ -369,7 +298,7 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
             .as_deref(),
         Some("replace · 1 item")
     );
-    tab(&browser, "Items").await;
+    browser.tab("Items").await;
     assert_eq!(
         browser.value("textarea[name=item-content]").await,
         "Repaired."
@@ -385,7 +314,7 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_stack_saves_back_to_its_legacy_file() {
-    let old = stack("old", "Old", "Legacy text.");
+    let old = sample_stack("old", "Old", "Legacy text.");
     let legacy_rel = format!("{LEGACY}/old.json");
     let files = vec![(legacy_rel.clone(), pretty(&old))];
     let (server, browser) = start(&files, &[], "old").await;
@@ -411,14 +340,14 @@ async fn a_legacy_stack_saves_back_to_its_legacy_file() {
         .fill("textarea[name=item-content]", "Legacy text, edited.")
         .await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved old").await;
+    browser.wait_status("Saved old").await;
     let mut want = old.clone();
     want["items"][0]["content"] = json!("Legacy text, edited.");
     wait_file_text(&server, &legacy_rel, &pretty(&want)).await;
     assert!(!server.path(&project_path("old")).exists());
     assert!(!server.path(STACKS).exists());
     // Still one row, still legacy.
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
     assert_eq!(row_selectors(&browser).await, ["project:old"]);
     assert_eq!(texts(&browser, &format!("{row} .badge")).await, ["legacy"]);
 
@@ -432,8 +361,8 @@ async fn a_legacy_stack_saves_back_to_its_legacy_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadowed_global_stack_is_marked_and_saves_only_the_global_file() {
-    let project = stack("dup", "Project dup", "Project version.");
-    let global = stack("dup", "Global dup", "Global version.");
+    let project = sample_stack("dup", "Project dup", "Project version.");
+    let global = sample_stack("dup", "Global dup", "Global version.");
     let files = vec![
         (project_path("dup"), pretty(&project)),
         (global_path("dup"), pretty(&global)),
@@ -466,9 +395,9 @@ async fn a_shadowed_global_stack_is_marked_and_saves_only_the_global_file() {
     );
 
     browser.click(row).await;
-    wait_eq(&browser, ".editor .selector", "global:dup").await;
-    wait_eq(&browser, ".stack-title", "Global dup").await;
-    wait_status(&browser, "Loaded dup").await;
+    browser.wait_eq(".editor .selector", "global:dup").await;
+    browser.wait_eq(".stack-title", "Global dup").await;
+    browser.wait_status("Loaded dup").await;
     assert_eq!(
         browser.value("textarea[name=item-content]").await,
         "Global version."
@@ -477,12 +406,12 @@ async fn a_shadowed_global_stack_is_marked_and_saves_only_the_global_file() {
         .fill("textarea[name=item-content]", "Global version, edited.")
         .await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved dup").await;
+    browser.wait_status("Saved dup").await;
     let mut want = global.clone();
     want["items"][0]["content"] = json!("Global version, edited.");
     wait_file_text(&server, &global_path("dup"), &pretty(&want)).await;
     assert_eq!(server.read(&project_path("dup")), pretty(&project));
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
     assert_eq!(
         texts(&browser, &format!("{row} .badge")).await,
         ["shadowed"]
@@ -511,7 +440,7 @@ fn long_content(i: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stack_of_200_long_items_opens_edits_and_saves() {
-    let small = stack("a-small", "Small", "Small.");
+    let small = sample_stack("a-small", "Small", "Small.");
     let items: Vec<Value> = (0..200)
         .map(|i| {
             json!({
@@ -550,8 +479,8 @@ async fn a_stack_of_200_long_items_opens_edits_and_saves() {
         )
         .await;
     eprintln!("edges: opening the 200-item stack took {opened} ms");
-    wait_status(&browser, "Loaded big").await;
-    wait_count(&browser, ".item-list .item-row", 200).await;
+    browser.wait_status("Loaded big").await;
+    browser.wait_count(".item-list .item-row", 200).await;
 
     // Select the last item.
     browser.click(".item-row[data-index='199']").await;
@@ -592,14 +521,14 @@ async fn a_stack_of_200_long_items_opens_edits_and_saves() {
         "edges: typing 7 keys into item 199 took {} ms (WebDriver round trips included)",
         after.as_f64().unwrap_or(0.0) - typed.as_f64().unwrap_or(0.0)
     );
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     // The draft (not only the textarea) has it: the JSON tab shows the draft.
-    tab(&browser, "JSON").await;
+    browser.tab("JSON").await;
     let draft: Value =
         serde_json::from_str(&browser.value("textarea[name=stack-json]").await).unwrap();
     assert_eq!(draft["items"][199]["content"], json!(want_content));
     assert_eq!(draft["items"].as_array().unwrap().len(), 200);
-    tab(&browser, "Items").await;
+    browser.tab("Items").await;
 
     let saved_ms = browser
         .js(
@@ -612,11 +541,11 @@ async fn a_stack_of_200_long_items_opens_edits_and_saves() {
         )
         .await;
     eprintln!("edges: saving the 200-item stack took {saved_ms} ms");
-    wait_status(&browser, "Saved big").await;
+    browser.wait_status("Saved big").await;
     let mut want = big.clone();
     want["items"][199]["content"] = json!(want_content);
     wait_file_text(&server, &project_path("big"), &pretty(&want)).await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
 
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
     browser.assert_no_errors().await;
@@ -629,7 +558,7 @@ async fn a_stack_of_200_long_items_opens_edits_and_saves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_without_a_server_says_so_and_keeps_the_draft() {
-    let base = stack("keep", "Keep", "Before.");
+    let base = sample_stack("keep", "Keep", "Before.");
     let files = vec![(project_path("keep"), pretty(&base))];
     let (server, browser) = start(&files, &[], "keep").await;
     let origin = server.base.trim_end_matches('/').to_string();
@@ -641,13 +570,11 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
             "Typed while the server is gone.",
         )
         .await;
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     browser.click("button.save").await;
-    wait_status(
-        &browser,
-        "The pi-forge server did not answer: TypeError: Failed to fetch",
-    )
-    .await;
+    browser
+        .wait_status("The pi-forge server did not answer: TypeError: Failed to fetch")
+        .await;
     assert_eq!(
         browser
             .js(
@@ -711,13 +638,13 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_to_global_and_activate_from_the_menu() {
-    let mut base = stack("base", "Base", "Base text.");
+    let mut base = sample_stack("base", "Base", "Base text.");
     base["autoActivate"] = json!(true);
     base["x-custom"] = json!({ "kept": true });
     let files = vec![(project_path("base"), pretty(&base))];
     let (server, browser) = start(&files, &[], "base").await;
     let active = ".stack-row[data-selector='project:base'] .badge.active";
-    wait_eq(&browser, active, "active").await;
+    browser.wait_eq(active, "active").await;
 
     browser.click("button.more-toggle").await;
     browser.click(".more .menu button.fork").await;
@@ -735,7 +662,7 @@ async fn fork_to_global_and_activate_from_the_menu() {
         .fill(".modal input[name=fork-id]", "base-fork")
         .await;
     browser.fill(".modal select[name=scope]", "global").await;
-    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    browser.wait_eq(".modal .field-note", "Available.").await;
     browser.click(".modal input[name=activate]").await;
     assert_eq!(
         browser
@@ -747,8 +674,8 @@ async fn fork_to_global_and_activate_from_the_menu() {
         json!(true)
     );
     browser.click_text(".modal button.primary", "Fork").await;
-    wait_status(&browser, "Forked to base-fork").await;
-    wait_count(&browser, ".modal", 0).await;
+    browser.wait_status("Forked to base-fork").await;
+    browser.wait_count(".modal", 0).await;
 
     // The copy: same raw object, new id, autoActivate turned off (docs/api.md, fork).
     let mut want = base.clone();
@@ -758,9 +685,13 @@ async fn fork_to_global_and_activate_from_the_menu() {
     assert_eq!(server.read(&project_path("base")), pretty(&base));
 
     // The fork is open, listed under Global and active; the source is not active any more.
-    wait_eq(&browser, ".editor .selector", "global:base-fork").await;
+    browser
+        .wait_eq(".editor .selector", "global:base-fork")
+        .await;
     let fork_row = ".stack-row[data-selector='global:base-fork']";
-    wait_eq(&browser, &format!("{fork_row} .badge.active"), "active").await;
+    browser
+        .wait_eq(&format!("{fork_row} .badge.active"), "active")
+        .await;
     assert_eq!(
         browser
             .js(
@@ -770,10 +701,12 @@ async fn fork_to_global_and_activate_from_the_menu() {
             .await,
         json!("true")
     );
-    wait_eq(&browser, ".editor .title-line .badge.active", "active").await;
+    browser
+        .wait_eq(".editor .title-line .badge.active", "active")
+        .await;
     assert_eq!(scope_counts(&browser).await, ["1", "1"]);
     scope(&browser, "Project").await;
-    wait_count(&browser, active, 0).await;
+    browser.wait_count(active, 0).await;
 
     let (status, list) = server.api("GET", "/api/stacks", None, None);
     assert_eq!(status, 200);

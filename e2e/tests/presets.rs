@@ -9,31 +9,12 @@ use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
 use serde_json::{json, Value};
-use support::{http_get, Browser, Server, WAIT};
+use support::{http_get, pretty, sample_stack, Browser, Server, WAIT};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 
 fn stack_path(id: &str) -> String {
     format!("{STACKS}/{id}.json")
-}
-
-/// The on-disk format: pretty JSON (2 spaces) plus a newline.
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap() + "\n"
-}
-
-/// A schema-2 stack with a system block and a chat-history slot (no diagnostics).
-fn stack(id: &str, name: &str, content: &str) -> Value {
-    json!({
-        "schemaVersion": 2,
-        "type": "pi-forge.prompt-stack",
-        "id": id,
-        "name": name,
-        "items": [
-            { "kind": "block", "id": "intro", "role": "system", "content": content },
-            { "kind": "slot", "id": "history", "slot": "chat-history" }
-        ]
-    })
 }
 
 /// Starts a server with `stacks` in the project, opens the editor and waits for
@@ -50,44 +31,8 @@ async fn start(stacks: &[Value], first: &str) -> (Server, Browser) {
     let server = Server::start_with(&refs, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
-    wait_status(&browser, &format!("Loaded {first}")).await;
+    browser.wait_status(&format!("Loaded {first}")).await;
     (server, browser)
-}
-
-/// Polls until `css`'s text is exactly `want`.
-async fn wait_eq(browser: &Browser, css: &str, want: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let got = browser.text(css).await;
-        if got.as_deref() == Some(want) {
-            return;
-        }
-        if Instant::now() > deadline {
-            let errors = browser.page_errors().await;
-            panic!("waited {WAIT:?} for {css} to read {want:?}; it reads {got:?} (page errors: {errors:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-async fn wait_status(browser: &Browser, want: &str) {
-    wait_eq(browser, ".topbar .status", want).await;
-}
-
-/// Polls until `count(css) == n`.
-async fn wait_count(browser: &Browser, css: &str, n: usize) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let got = browser.count(css).await;
-        if got == n {
-            return;
-        }
-        if Instant::now() > deadline {
-            let errors = browser.page_errors().await;
-            panic!("waited {WAIT:?} for {n} × {css}; there are {got} (page errors: {errors:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// Polls the file until it parses to `want` (a write that is still in flight is waited for).
@@ -106,22 +51,6 @@ async fn wait_file(server: &Server, rel: &str, want: &Value) {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-/// Opens a section tab of the editor.
-async fn tab(browser: &Browser, label: &str) {
-    browser
-        .click(&format!("button.tab[data-tab='{label}']"))
-        .await;
-    browser
-        .wait_js(
-            "tab selected",
-            &format!(
-                "return document.querySelector(\"button.tab[data-tab='{label}']\").getAttribute('aria-selected');"
-            ),
-            json!("true"),
-        )
-        .await;
 }
 
 /// The text of every element matching `css`.
@@ -173,7 +102,7 @@ async fn item_titles(browser: &Browser) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn happy_path_rename_validate_policy_regex_save_export_import() {
-    let mut default = stack("default", "Default", "You are a careful assistant.");
+    let mut default = sample_stack("default", "Default", "You are a careful assistant.");
     default["autoActivate"] = json!(true);
     let (server, browser) = start(std::slice::from_ref(&default), "default").await;
     assert_eq!(
@@ -183,7 +112,7 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     assert_eq!(browser.count(".badge.dirty").await, 0);
 
     // Stack tab: the id is read-only; renaming makes the draft dirty.
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     assert_eq!(browser.value("input[name=stack-id]").await, "default");
     assert_eq!(
         browser
@@ -197,7 +126,7 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     browser
         .fill("input[name=stack-name]", "Browser default")
         .await;
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     assert_eq!(
         browser.text(".stack-title").await.as_deref(),
         Some("Browser default")
@@ -205,29 +134,31 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
 
     // Validate asks the server about the draft.
     browser.click("button.validate").await;
-    wait_status(&browser, "Validation complete: 0 errors, 0 warnings").await;
+    browser
+        .wait_status("Validation complete: 0 errors, 0 warnings")
+        .await;
 
     // Policy: the skills disclaimer, and an allow list with a removable `read` chip.
-    tab(&browser, "Policy").await;
+    browser.tab("Policy").await;
     assert!(visible(&browser, "[data-policy=skills] .disclaimer").await);
     assert_eq!(
         browser.text("[data-policy=skills] .disclaimer").await.as_deref(),
         Some("Skill filtering only decides which skills are listed in the prompt. It is not a sandbox: the model can still read a skill's file if it knows where it is.")
     );
     browser.click("[data-policy=tools] button.mode-allow").await;
-    wait_eq(
-        &browser,
-        "[data-policy=tools] button.mode-allow[aria-pressed=true]",
-        "Allow only",
-    )
-    .await;
+    browser
+        .wait_eq(
+            "[data-policy=tools] button.mode-allow[aria-pressed=true]",
+            "Allow only",
+        )
+        .await;
     keys(
         &browser,
         "input[name=tools-pattern]",
         &("read".to_string() + &Key::Enter),
     )
     .await;
-    wait_count(&browser, "[data-policy=tools] .chip", 1).await;
+    browser.wait_count("[data-policy=tools] .chip", 1).await;
     assert_eq!(
         texts(&browser, "[data-policy=tools] .chip .chip-text").await,
         ["read"]
@@ -237,12 +168,14 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     browser
         .click("[data-policy=tools] .chip[data-pattern=read] button.chip-remove[aria-label='Remove read']")
         .await;
-    wait_count(&browser, "[data-policy=tools] .chip", 0).await;
+    browser.wait_count("[data-policy=tools] .chip", 0).await;
     browser.fill("input[name=tools-pattern]", "read").await;
     browser
         .click("[data-policy=tools] button.add-pattern-button")
         .await;
-    wait_count(&browser, "[data-policy=tools] .chip[data-pattern=read]", 1).await;
+    browser
+        .wait_count("[data-policy=tools] .chip[data-pattern=read]", 1)
+        .await;
     assert_eq!(
         browser
             .count("[data-policy=tools] .chip[data-pattern=read] button.chip-remove")
@@ -252,7 +185,7 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
 
     // Regex: a new rule (compiled stage, messages, as the original editor adds it) turned into a
     // history rule Browser → Typed has no problems.
-    tab(&browser, "Regex").await;
+    browser.tab("Regex").await;
     browser.click("button.add-rule").await;
     browser.wait_css(".rule[data-rule='0']").await;
     assert_eq!(
@@ -262,13 +195,13 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     browser.fill("select[name=rule-stage]", "history").await;
     browser.fill("input[name=rule-pattern]", "Browser").await;
     browser.fill("input[name=rule-replace]", "Typed").await;
-    wait_count(&browser, ".rule .rule-problems", 0).await;
+    browser.wait_count(".rule .rule-problems", 0).await;
     assert_eq!(browser.value("input[name=rule-id]").await, "regex-1");
 
     // Save: clean, announced, and the file holds exactly the draft.
     browser.click("button.save").await;
-    wait_status(&browser, "Saved default").await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_status("Saved default").await;
+    browser.wait_count(".badge.dirty", 0).await;
     let mut want = default.clone();
     want["name"] = json!("Browser default");
     want["tools"] = json!({ "allow": ["read"] });
@@ -308,7 +241,7 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
 
     // Import a native stack file under a new id, without activating it.
     let dir = tempfile::tempdir().unwrap();
-    let source = stack("browser-source", "Imported", "Imported text.");
+    let source = sample_stack("browser-source", "Imported", "Imported text.");
     let file = dir.path().join("browser-source.json");
     std::fs::write(&file, pretty(&source)).unwrap();
     browser.click(".more .menu button.import").await;
@@ -331,7 +264,9 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     browser
         .fill(".modal input[name=import-id]", "imported-browser")
         .await;
-    wait_eq(&browser, ".modal .review .field-note", "Available.").await;
+    browser
+        .wait_eq(".modal .review .field-note", "Available.")
+        .await;
     assert_eq!(
         browser
             .js(
@@ -342,8 +277,8 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
         json!(false)
     );
     browser.click(".modal button.do-import").await;
-    wait_status(&browser, "Imported imported-browser").await;
-    wait_count(&browser, ".modal", 0).await;
+    browser.wait_status("Imported imported-browser").await;
+    browser.wait_count(".modal", 0).await;
     let mut imported = source.clone();
     imported["id"] = json!("imported-browser");
     assert_eq!(server.read_json(&stack_path("imported-browser")), imported);
@@ -358,7 +293,7 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
     assert_eq!(row["active"], json!(false));
     assert_eq!(list["activeId"], json!("project:default"));
     // The imported Preset is open now.
-    wait_eq(&browser, ".stack-title", "Imported").await;
+    browser.wait_eq(".stack-title", "Imported").await;
 
     browser.assert_no_errors().await;
     browser.close().await;
@@ -444,7 +379,7 @@ async fn wait_hold(browser: &Browser, state: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
     let disk = ten_lines("Line five says hello");
-    let (_server, browser) = start(&[stack("notes", "Notes", &disk)], "notes").await;
+    let (_server, browser) = start(&[sample_stack("notes", "Notes", &disk)], "notes").await;
     browser.js(WATCH_DOCK, vec![]).await;
 
     // The first draft preview (still the disk text) is held; an edit overtakes it.
@@ -454,7 +389,9 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
     wait_hold(&browser, "pending").await;
     let first = ten_lines("Line five says goodbye");
     browser.fill("textarea[name=item-content]", &first).await;
-    wait_eq(&browser, ".dock .compiled .section-content", &first).await;
+    browser
+        .wait_eq(".dock .compiled .section-content", &first)
+        .await;
     wait_hold(&browser, "done").await;
     assert_eq!(
         browser.text(".dock .compiled .section-content").await,
@@ -485,7 +422,9 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
     wait_hold(&browser, "pending").await;
     let newest = ten_lines("Line five says farewell");
     browser.fill("textarea[name=item-content]", &newest).await;
-    wait_eq(&browser, ".dock .compiled .section-content", &newest).await;
+    browser
+        .wait_eq(".dock .compiled .section-content", &newest)
+        .await;
     wait_hold(&browser, "done").await;
     assert_eq!(
         browser.text(".dock .compiled .section-content").await,
@@ -508,7 +447,7 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
 
     // Draft diff: one modified block, unified with line numbers and word marks.
     browser.click(".dock button.dock-diff").await;
-    wait_count(&browser, ".dock .diff-block.modified", 1).await;
+    browser.wait_count(".dock .diff-block.modified", 1).await;
     assert_eq!(browser.count(".dock .diff-block").await, 1);
     assert_eq!(browser.count(".dock .diff-block.same").await, 0);
     assert_eq!(
@@ -537,9 +476,13 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
     );
     // All lines: more rows than "Changes only".
     browser.click(".dock input[name=changes-only]").await;
-    wait_count(&browser, ".dock .diff-block table.diff tbody tr", 11).await;
+    browser
+        .wait_count(".dock .diff-block table.diff tbody tr", 11)
+        .await;
     browser.click(".dock input[name=changes-only]").await;
-    wait_count(&browser, ".dock .diff-block table.diff tbody tr", 6).await;
+    browser
+        .wait_count(".dock .diff-block table.diff tbody tr", 6)
+        .await;
     // Split: Saved | Draft.
     browser.click(".dock button.split").await;
     browser.wait_css(".dock table.diff.split").await;
@@ -551,21 +494,23 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
     // Focus hides the workspace; "Show editor" brings it back.
     assert_eq!(display(&browser, "main.workspace").await, "block");
     browser.click(".dock button.focus-toggle").await;
-    wait_eq(&browser, ".dock button.focus-toggle", "Show editor").await;
+    browser
+        .wait_eq(".dock button.focus-toggle", "Show editor")
+        .await;
     assert_eq!(display(&browser, "main.workspace").await, "none");
     browser.click(".dock button.focus-toggle").await;
-    wait_eq(&browser, ".dock button.focus-toggle", "Focus").await;
+    browser.wait_eq(".dock button.focus-toggle", "Focus").await;
     assert_eq!(display(&browser, "main.workspace").await, "block");
 
     // Saving keeps the dock open; the saved side catches up, so the diff is empty.
     browser.click("button.save").await;
-    wait_status(&browser, "Saved notes").await;
-    wait_eq(
-        &browser,
-        ".dock .no-changes",
-        "No changes: the draft compiles to the same prompt as the saved version.",
-    )
-    .await;
+    browser.wait_status("Saved notes").await;
+    browser
+        .wait_eq(
+            ".dock .no-changes",
+            "No changes: the draft compiles to the same prompt as the saved version.",
+        )
+        .await;
     assert_eq!(browser.count(".dock .diff-block").await, 0);
 
     // A phone: the dock replaces the workspace, nothing sticks out sideways.
@@ -585,9 +530,9 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shell_security_layout_theme_guard_and_json_apply() {
-    let mut alpha = stack("alpha", "Alpha", "Alpha text.");
+    let mut alpha = sample_stack("alpha", "Alpha", "Alpha text.");
     alpha["autoActivate"] = json!(true);
-    let beta = stack("beta", "Beta", "Beta text.");
+    let beta = sample_stack("beta", "Beta", "Beta text.");
     let (server, browser) = start(&[alpha, beta.clone()], "alpha").await;
 
     // Without the session cookie the page is refused.
@@ -605,7 +550,7 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
         ["Fork…", "Import…", "Export JSON", "Delete…"]
     );
     browser.click("button.more-toggle").await;
-    wait_count(&browser, ".more .menu", 0).await;
+    browser.wait_count(".more .menu", 0).await;
 
     // Desktop layout: compact sidebar head, one action row, tabs near the top.
     let [_, _, _, head_h] = browser.rect(".sidebar-head").await;
@@ -648,7 +593,7 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
     assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
     browser.client.refresh().await.unwrap();
     browser.wait_css(".app .topbar").await;
-    wait_status(&browser, "Loaded alpha").await;
+    browser.wait_status("Loaded alpha").await;
     assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
     browser.click_text("button.surface-tab", "Profiles").await;
     browser.wait_css(".profiles .sidebar").await;
@@ -668,19 +613,21 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
     browser.wait_css(".presets .editor").await;
 
     // A dirty draft asks before another Preset opens.
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     browser.fill("input[name=stack-name]", "Alpha draft").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
     browser
         .click(".stack-row[data-selector='project:beta']")
         .await;
-    wait_eq(&browser, ".modal #dialog-title", "Discard unsaved changes?").await;
+    browser
+        .wait_eq(".modal #dialog-title", "Discard unsaved changes?")
+        .await;
     assert_eq!(
         browser.text(".modal p").await.as_deref(),
         Some("You have unsaved changes. Opening another Preset discards them.")
     );
     browser.click(".modal button.cancel").await;
-    wait_count(&browser, ".modal", 0).await;
+    browser.wait_count(".modal", 0).await;
     assert_eq!(browser.value("input[name=stack-name]").await, "Alpha draft");
     assert_eq!(browser.count(".badge.dirty").await, 1);
     assert_eq!(
@@ -695,24 +642,23 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
     browser
         .click(".stack-row[data-selector='project:beta']")
         .await;
-    wait_eq(&browser, ".modal button.confirm", "Discard changes").await;
+    browser
+        .wait_eq(".modal button.confirm", "Discard changes")
+        .await;
     browser.click(".modal button.confirm").await;
-    wait_status(&browser, "Loaded beta").await;
-    wait_eq(&browser, ".stack-title", "Beta").await;
+    browser.wait_status("Loaded beta").await;
+    browser.wait_eq(".stack-title", "Beta").await;
     assert_eq!(browser.count(".badge.dirty").await, 0);
 
     // JSON tab: shape errors are shown; a valid object replaces the draft.
-    tab(&browser, "JSON").await;
+    browser.tab("JSON").await;
     browser
         .fill("textarea[name=stack-json]", r#"{"id":"beta"}"#)
         .await;
     browser.click("button.apply-json").await;
-    wait_eq(
-        &browser,
-        ".json-tab .field-error",
-        "Stack JSON needs an items array.",
-    )
-    .await;
+    browser
+        .wait_eq(".json-tab .field-error", "Stack JSON needs an items array.")
+        .await;
     assert_eq!(browser.count(".badge.dirty").await, 0);
     let mut edited = beta.clone();
     edited["name"] = json!("Beta from JSON");
@@ -720,10 +666,10 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
         .fill("textarea[name=stack-json]", &pretty(&edited))
         .await;
     browser.click("button.apply-json").await;
-    wait_status(&browser, "Applied stack JSON to editor").await;
+    browser.wait_status("Applied stack JSON to editor").await;
     assert_eq!(browser.count(".json-tab .field-error").await, 0);
-    wait_eq(&browser, ".stack-title", "Beta from JSON").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_eq(".stack-title", "Beta from JSON").await;
+    browser.wait_count(".badge.dirty", 1).await;
 
     browser.assert_no_errors().await;
     browser.close().await;
@@ -735,27 +681,31 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
-    let (server, browser) = start(&[stack("solo", "Solo", "Solo text.")], "solo").await;
+    let (server, browser) = start(&[sample_stack("solo", "Solo", "Solo text.")], "solo").await;
 
     browser.click("button.more-toggle").await;
     browser.click(".more .menu button.delete").await;
-    wait_eq(&browser, ".modal #dialog-title", "Delete solo?").await;
-    wait_eq(&browser, ".modal button.confirm", "Delete").await;
+    browser
+        .wait_eq(".modal #dialog-title", "Delete solo?")
+        .await;
+    browser.wait_eq(".modal button.confirm", "Delete").await;
     browser.click(".modal button.confirm").await;
-    wait_status(&browser, "Deleted solo").await;
-    wait_eq(&browser, ".empty-state h2", "No prompt stacks found.").await;
-    wait_eq(&browser, ".stack-list .empty", "No prompt stacks found.").await;
+    browser.wait_status("Deleted solo").await;
+    browser
+        .wait_eq(".empty-state h2", "No prompt stacks found.")
+        .await;
+    browser
+        .wait_eq(".stack-list .empty", "No prompt stacks found.")
+        .await;
     assert_eq!(browser.count("button.save").await, 0);
     assert_eq!(browser.count(".editor").await, 0);
     assert!(!server.path(&stack_path("solo")).exists());
 
     // New: live id checks, then create.
     browser.click("button.new-stack").await;
-    wait_eq(&browser, ".modal #dialog-title", "New Preset").await;
+    browser.wait_eq(".modal #dialog-title", "New Preset").await;
     browser.fill(".modal input[name=new-id]", "a b").await;
-    wait_eq(
-        &browser,
-        ".modal .field-note",
+    browser.wait_eq(".modal .field-note",
         "Not a valid id: must start with a letter or number and contain only letters, numbers, dots, underscores, and hyphens",
     )
     .await;
@@ -763,11 +713,11 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
     browser
         .fill(".modal input[name=new-id]", "replacement")
         .await;
-    wait_eq(&browser, ".modal .field-note", "Available.").await;
+    browser.wait_eq(".modal .field-note", "Available.").await;
     assert!(browser.enabled(".modal button.create").await);
     browser.click(".modal button.create").await;
-    wait_status(&browser, "Created replacement").await;
-    wait_count(&browser, ".modal", 0).await;
+    browser.wait_status("Created replacement").await;
+    browser.wait_count(".modal", 0).await;
     browser
         .wait_css(".stack-row[data-selector='project:replacement'] .badge.active")
         .await;
@@ -796,15 +746,15 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
     browser
         .fill(".modal input[name=new-id]", "replacement")
         .await;
-    wait_eq(
-        &browser,
-        ".modal .field-note",
-        "A project Preset with the id replacement already exists.",
-    )
-    .await;
+    browser
+        .wait_eq(
+            ".modal .field-note",
+            "A project Preset with the id replacement already exists.",
+        )
+        .await;
     assert!(!browser.enabled(".modal button.create").await);
     browser.click(".modal button.cancel").await;
-    wait_count(&browser, ".modal", 0).await;
+    browser.wait_count(".modal", 0).await;
 
     browser.assert_no_errors().await;
     browser.close().await;
@@ -853,7 +803,7 @@ async fn wait_panel(browser: &Browser, want: (bool, &str, &[&str])) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diagnostics_panel_follows_problems_until_the_user_toggles_it() {
-    let (_server, browser) = start(&[stack("clean", "Clean", "Clean text.")], "clean").await;
+    let (_server, browser) = start(&[sample_stack("clean", "Clean", "Clean text.")], "clean").await;
     let toggle_history = "[data-index='1'] input.item-enabled";
     wait_panel(&browser, (false, "No problems", &[])).await;
 
@@ -890,7 +840,7 @@ async fn diagnostics_panel_follows_problems_until_the_user_toggles_it() {
     );
     // Saving keeps the user's choice.
     browser.click("button.save").await;
-    wait_status(&browser, "Saved clean").await;
+    browser.wait_status("Saved clean").await;
     wait_panel(&browser, (false, "0 errors · 1 warning · 0 info", &[])).await;
 
     browser.assert_no_errors().await;
@@ -903,18 +853,18 @@ async fn diagnostics_panel_follows_problems_until_the_user_toggles_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slot_options_form_keeps_unknown_options_and_json_errors_block_saving() {
-    let mut s = stack("slots", "Slots", "Slot text.");
+    let mut s = sample_stack("slots", "Slots", "Slot text.");
     s["items"][1]["options"] = json!({ "futureOption": 7 });
     let (server, browser) = start(std::slice::from_ref(&s), "slots").await;
 
     browser.click(".item-row[data-index='1']").await;
     browser.wait_css(".slot-editor .options-form").await;
-    wait_eq(
-        &browser,
-        ".options-form .unknown-options",
-        "Kept as written (not known to this form): futureOption",
-    )
-    .await;
+    browser
+        .wait_eq(
+            ".options-form .unknown-options",
+            "Kept as written (not known to this form): futureOption",
+        )
+        .await;
     assert_eq!(
         browser
             .js(
@@ -928,9 +878,9 @@ async fn slot_options_form_keeps_unknown_options_and_json_errors_block_saving() 
         .click("input[name=opt-includeLastUserMessage]")
         .await;
     browser.fill("input[name=opt-maxMessages]", "3").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved slots").await;
+    browser.wait_status("Saved slots").await;
     let saved = server.read_json(&stack_path("slots"));
     assert_eq!(
         saved["items"][1]["options"],
@@ -956,12 +906,12 @@ async fn slot_options_form_keeps_unknown_options_and_json_errors_block_saving() 
         broken
     );
     let error = "Invalid JSON: EOF while parsing a value at line 1 column 19";
-    wait_eq(&browser, ".slot-editor .field-error", error).await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_eq(".slot-editor .field-error", error).await;
+    browser.wait_count(".badge.dirty", 1).await;
     assert!(!browser.enabled("button.save").await);
-    tab(&browser, "Stack").await;
-    tab(&browser, "Items").await;
-    wait_eq(&browser, ".slot-editor .field-error", error).await;
+    browser.tab("Stack").await;
+    browser.tab("Items").await;
+    browser.wait_eq(".slot-editor .field-error", error).await;
     assert_eq!(
         browser.value("textarea[name=slot-options-json]").await,
         broken
@@ -974,25 +924,25 @@ async fn slot_options_form_keeps_unknown_options_and_json_errors_block_saving() 
         &(Key::Control + "s"),
     )
     .await;
-    wait_status(&browser, "Fix the errors before saving.").await;
+    browser.wait_status("Fix the errors before saving.").await;
     assert_eq!(server.read_json(&stack_path("slots")), want);
 
     // Repaired, the form is back; choosing another slot shows that slot's options.
     browser
         .fill("textarea[name=slot-options-json]", "{\"futureOption\": 7}")
         .await;
-    wait_count(&browser, ".slot-editor .field-error", 0).await;
+    browser.wait_count(".slot-editor .field-error", 0).await;
     browser.click(".slot-editor button.form-view").await;
     browser.wait_css("input[name=opt-maxMessages]").await;
     browser.fill("select[name=item-slot]", "tools").await;
     browser.wait_css("select[name=opt-format]").await;
     assert_eq!(browser.count("input[name=opt-maxMessages]").await, 0);
-    wait_eq(
-        &browser,
-        ".options-form .unknown-options",
-        "Kept as written (not known to this form): futureOption",
-    )
-    .await;
+    browser
+        .wait_eq(
+            ".options-form .unknown-options",
+            "Kept as written (not known to this form): futureOption",
+        )
+        .await;
 
     browser.assert_no_errors().await;
     browser.close().await;
@@ -1026,7 +976,7 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
     let (server, browser) = start(std::slice::from_ref(&original), "drafts").await;
 
     // A duplicate variable name: an error that survives tab switches and blocks saving.
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     assert_eq!(
         browser
             .js("return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);", vec![])
@@ -1037,9 +987,9 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
         .fill(".param-row:nth-child(2) input[name=param-name]", "var1")
         .await;
     let dup = "Duplicate variable name: var1";
-    wait_eq(&browser, ".param-row .field-error", dup).await;
+    browser.wait_eq(".param-row .field-error", dup).await;
     assert!(!browser.enabled("button.save").await);
-    tab(&browser, "Regex").await;
+    browser.tab("Regex").await;
 
     // Regex maxMessages 0: an error on the rule card.
     browser
@@ -1053,16 +1003,16 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
         rule_error,
         ["Regex rule trim maxMessages must be a positive integer when provided."]
     );
-    tab(&browser, "Policy").await;
-    tab(&browser, "Stack").await;
-    wait_eq(&browser, ".param-row .field-error", dup).await;
+    browser.tab("Policy").await;
+    browser.tab("Stack").await;
+    browser.wait_eq(".param-row .field-error", dup).await;
     assert_eq!(
         browser
             .js("return [...document.querySelectorAll('input[name=param-name]')].map(e => e.value);", vec![])
             .await,
         json!(["var1", "var1"])
     );
-    tab(&browser, "Regex").await;
+    browser.tab("Regex").await;
     assert_eq!(
         texts(&browser, ".rule[data-rule='0'] .rule-problems li").await,
         rule_error
@@ -1070,35 +1020,37 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
     assert!(!browser.enabled("button.save").await);
 
     // A duplicate tool pattern is refused where it is typed.
-    tab(&browser, "Policy").await;
+    browser.tab("Policy").await;
     keys(
         &browser,
         "input[name=tools-pattern]",
         &("read".to_string() + &Key::Enter),
     )
     .await;
-    wait_eq(
-        &browser,
-        "[data-policy=tools] .field-error",
-        "read is already listed.",
-    )
-    .await;
+    browser
+        .wait_eq(
+            "[data-policy=tools] .field-error",
+            "read is already listed.",
+        )
+        .await;
     assert_eq!(
         texts(&browser, "[data-policy=tools] .chip .chip-text").await,
         ["read"]
     );
 
     // Fix both, rename, save: every unknown member is kept exactly.
-    tab(&browser, "Regex").await;
+    browser.tab("Regex").await;
     browser
         .fill(".rule[data-rule='0'] input[name=rule-maxMessages]", "2")
         .await;
-    wait_count(&browser, ".rule[data-rule='0'] .rule-problems", 0).await;
-    tab(&browser, "Stack").await;
+    browser
+        .wait_count(".rule[data-rule='0'] .rule-problems", 0)
+        .await;
+    browser.tab("Stack").await;
     browser
         .fill(".param-row:nth-child(2) input[name=param-name]", "var2")
         .await;
-    wait_count(&browser, ".param-row .field-error", 0).await;
+    browser.wait_count(".param-row .field-error", 0).await;
     browser.fill("input[name=stack-name]", "Drafts saved").await;
     browser
         .wait_js(
@@ -1108,7 +1060,7 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
         )
         .await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved drafts").await;
+    browser.wait_status("Saved drafts").await;
     let mut want = original.clone();
     want["name"] = json!("Drafts saved");
     assert_eq!(server.read_json(&stack_path("drafts")), want);
@@ -1123,16 +1075,16 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
-    let live = stack("live", "Live", "Live text.");
+    let live = sample_stack("live", "Live", "Live text.");
     let (server, browser) = start(std::slice::from_ref(&live), "live").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
 
     // A clean editor follows the file within a second.
     let mut external = live.clone();
     external["name"] = json!("External one");
     let started = Instant::now();
     server.write_external(&stack_path("live"), &pretty(&external));
-    wait_eq(&browser, ".stack-title", "External one").await;
+    browser.wait_eq(".stack-title", "External one").await;
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(1),
@@ -1142,12 +1094,12 @@ async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
         browser.value("input[name=stack-name]").await,
         "External one"
     );
-    wait_status(&browser, "Reloaded live from disk").await;
+    browser.wait_status("Reloaded live from disk").await;
     assert_eq!(browser.count(".badge.dirty").await, 0);
 
     // A dirty editor keeps the draft and says the file changed.
     browser.fill("input[name=stack-name]", "Mine").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
     let mut external2 = live.clone();
     external2["name"] = json!("External two");
     server.write_external(&stack_path("live"), &pretty(&external2));
@@ -1161,14 +1113,12 @@ async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
 
     // Keep mine, then Save: refused with a conflict view; the disk version is untouched.
     browser.click(".disk-changed button.keep-mine").await;
-    wait_count(&browser, ".disk-changed", 0).await;
+    browser.wait_count(".disk-changed", 0).await;
     browser.click("button.save").await;
     browser.wait_css(".conflict").await;
-    wait_status(
-        &browser,
-        "Not saved: the file changed on disk. Choose which version to keep.",
-    )
-    .await;
+    browser
+        .wait_status("Not saved: the file changed on disk. Choose which version to keep.")
+        .await;
     assert_eq!(server.read_json(&stack_path("live")), external2);
     assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
     // The refused PUT is the one expected failed-resource log.
@@ -1184,8 +1134,8 @@ async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
 
     // Save mine over it.
     browser.click(".conflict button.overwrite").await;
-    wait_status(&browser, "Saved live").await;
-    wait_count(&browser, ".conflict", 0).await;
+    browser.wait_status("Saved live").await;
+    browser.wait_count(".conflict", 0).await;
     let mut mine = live.clone();
     mine["name"] = json!("Mine");
     assert_eq!(server.read_json(&stack_path("live")), mine);
@@ -1197,11 +1147,11 @@ async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_from_disk_drops_the_draft_for_the_external_version() {
-    let live = stack("live", "Live", "Live text.");
+    let live = sample_stack("live", "Live", "Live text.");
     let (server, browser) = start(std::slice::from_ref(&live), "live").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     browser.fill("input[name=stack-name]", "Mine").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
 
     let mut external = live.clone();
     external["name"] = json!("External");
@@ -1211,9 +1161,9 @@ async fn reload_from_disk_drops_the_draft_for_the_external_version() {
     assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
 
     browser.click(".disk-changed button.reload-disk").await;
-    wait_status(&browser, "Loaded live").await;
-    wait_count(&browser, ".disk-changed", 0).await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_status("Loaded live").await;
+    browser.wait_count(".disk-changed", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
     assert_eq!(browser.value("input[name=stack-name]").await, "External");
     assert_eq!(
         browser.value("textarea[name=stack-description]").await,
@@ -1231,7 +1181,7 @@ async fn reload_from_disk_drops_the_draft_for_the_external_version() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_parameters_survive_editing_another_parameter() {
-    let mut s = stack(
+    let mut s = sample_stack(
         "typed",
         "Typed",
         "At most {{ parameters.maxFindings }} findings.",
@@ -1239,7 +1189,7 @@ async fn object_parameters_survive_editing_another_parameter() {
     s["parameters"] = json!({ "style": { "tone": "dry", "bullets": true }, "maxFindings": 5 });
     let (server, browser) = start(std::slice::from_ref(&s), "typed").await;
 
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     assert_eq!(
         browser
             .js("return [...document.querySelectorAll('.param-row')].map(r => [r.querySelector('input[name=param-name]').value, r.querySelector('textarea[name=param-value]').value]);", vec![])
@@ -1252,9 +1202,9 @@ async fn object_parameters_survive_editing_another_parameter() {
     browser
         .fill(".param-row:nth-child(2) textarea[name=param-value]", "8")
         .await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved typed").await;
+    browser.wait_status("Saved typed").await;
     let saved = server.read_json(&stack_path("typed"));
     assert_eq!(
         saved["parameters"],
@@ -1364,7 +1314,7 @@ async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
 
     // Ctrl+S saves the new order.
     keys(&browser, ".item-row[data-index='2']", &(Key::Control + "s")).await;
-    wait_status(&browser, "Saved order").await;
+    browser.wait_status("Saved order").await;
     assert_eq!(
         focused_index(&browser).await,
         json!("2"),
@@ -1410,7 +1360,7 @@ async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
     );
     assert_eq!(browser.count(".item-row.drop-target").await, 0);
     browser.click("button.save").await;
-    wait_status(&browser, "Saved order").await;
+    browser.wait_status("Saved order").await;
     wait_file(
         &server,
         &stack_path("order"),
@@ -1449,10 +1399,10 @@ async fn layout_fits_desktop_and_phone_on_items_and_policy() {
 
     for (w, h) in [(1280, 900), (390, 844)] {
         browser.viewport(w, h).await;
-        tab(&browser, "Items").await;
+        browser.tab("Items").await;
         browser.wait_css(".item-form").await;
         assert_fits(&browser, &format!("Items at {w}×{h}")).await;
-        tab(&browser, "Policy").await;
+        browser.tab("Policy").await;
         browser.wait_css("[data-policy=tools] .chip").await;
         assert_fits(&browser, &format!("Policy at {w}×{h}")).await;
         browser.screenshot(&format!("presets-policy-{w}x{h}")).await;
@@ -1467,30 +1417,32 @@ async fn layout_fits_desktop_and_phone_on_items_and_policy() {
 /// once held a reactive `Callback` owned by the row, disposed with it, and panicked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discard_confirm_survives_a_stack_list_refresh() {
-    let mut alpha = stack("alpha", "Alpha", "Alpha text.");
+    let mut alpha = sample_stack("alpha", "Alpha", "Alpha text.");
     alpha["autoActivate"] = json!(true);
-    let beta = stack("beta", "Beta", "Beta text.");
+    let beta = sample_stack("beta", "Beta", "Beta text.");
     let (server, browser) = start(&[alpha, beta.clone()], "alpha").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     browser.fill("input[name=stack-name]", "Alpha draft").await;
-    wait_count(&browser, ".badge.dirty", 1).await;
+    browser.wait_count(".badge.dirty", 1).await;
     browser
         .click(".stack-row[data-selector='project:beta']")
         .await;
-    wait_eq(&browser, ".modal button.confirm", "Discard changes").await;
+    browser
+        .wait_eq(".modal button.confirm", "Discard changes")
+        .await;
     // Another program changes beta while the dialog is open: the list re-renders.
     let mut changed = beta.clone();
     changed["name"] = json!("Beta two");
     server.write_external(&stack_path("beta"), &pretty(&changed));
-    wait_eq(
-        &browser,
-        ".stack-row[data-selector='project:beta'] .row-title",
-        "Beta two",
-    )
-    .await;
+    browser
+        .wait_eq(
+            ".stack-row[data-selector='project:beta'] .row-title",
+            "Beta two",
+        )
+        .await;
     browser.click(".modal button.confirm").await;
-    wait_status(&browser, "Loaded beta").await;
-    wait_eq(&browser, ".stack-title", "Beta two").await;
+    browser.wait_status("Loaded beta").await;
+    browser.wait_eq(".stack-title", "Beta two").await;
 
     browser.assert_no_errors().await;
     browser.close().await;
@@ -1500,19 +1452,19 @@ async fn discard_confirm_survives_a_stack_list_refresh() {
 /// `regex` object that holds something else is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_the_last_regex_rule_drops_the_regex_member() {
-    let mut only = stack("only", "Only", "Text.");
+    let mut only = sample_stack("only", "Only", "Text.");
     only["regex"] = json!({
         "schemaVersion": 1,
         "rules": [{ "id": "x", "stage": "history", "pattern": "a", "replace": "b" }]
     });
     let (server, browser) = start(&[only.clone()], "only").await;
-    tab(&browser, "Regex").await;
+    browser.tab("Regex").await;
     browser
         .click(".rule[data-rule='0'] button[aria-label='Remove rule']")
         .await;
-    wait_count(&browser, ".rule", 0).await;
+    browser.wait_count(".rule", 0).await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved only").await;
+    browser.wait_status("Saved only").await;
     let mut want = only.clone();
     want.as_object_mut().unwrap().shift_remove("regex");
     assert_eq!(server.read_json(&stack_path("only")), want);
@@ -1585,9 +1537,9 @@ async fn seen(browser: &Browser, css: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_stack_load_never_replaces_a_later_choice() {
     let stacks = [
-        stack("alpha", "Alpha", "Alpha text."),
-        stack("beta", "Beta", "Beta text."),
-        stack("gamma", "Gamma", "Gamma text."),
+        sample_stack("alpha", "Alpha", "Alpha text."),
+        sample_stack("beta", "Beta", "Beta text."),
+        sample_stack("gamma", "Gamma", "Gamma text."),
     ];
     let (_server, browser) = start(&stacks, "alpha").await;
     gate(&browser, "GET", "/api/stacks/project%3Abeta$", 1500).await;
@@ -1598,7 +1550,7 @@ async fn a_slow_stack_load_never_replaces_a_later_choice() {
     browser
         .click(".stack-row[data-selector='project:gamma']")
         .await;
-    wait_status(&browser, "Loaded gamma").await;
+    browser.wait_status("Loaded gamma").await;
     wait_gate(&browser, "done").await;
     assert_eq!(browser.text(".stack-title").await.as_deref(), Some("Gamma"));
     assert_eq!(
@@ -1622,7 +1574,7 @@ async fn a_slow_stack_load_never_replaces_a_later_choice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
-    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    let (server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;
     watch_for(&browser, ".disk-changed").await;
     gate(&browser, "PUT", "/api/stacks/", 1500).await;
     browser.fill("textarea[name=item-content]", "Two.").await;
@@ -1632,8 +1584,8 @@ async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
         .fill("textarea[name=item-content]", "Two. Three.")
         .await;
     wait_gate(&browser, "done").await;
-    wait_status(&browser, "Saved alpha").await;
-    let mut saved = stack("alpha", "Alpha", "Two.");
+    browser.wait_status("Saved alpha").await;
+    let mut saved = sample_stack("alpha", "Alpha", "Two.");
     wait_file(&server, &stack_path("alpha"), &saved).await;
     // The later keystrokes are still there, and still unsaved; our own save's change event
     // never raised the "changed on disk" banner.
@@ -1641,12 +1593,12 @@ async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
         browser.value("textarea[name=item-content]").await,
         "Two. Three."
     );
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     assert!(!seen(&browser, ".disk-changed").await, "the banner flashed");
     browser.click("button.save").await;
     saved["items"][0]["content"] = json!("Two. Three.");
     wait_file(&server, &stack_path("alpha"), &saved).await;
-    wait_count(&browser, ".badge.dirty", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
     assert_eq!(browser.count(".conflict").await, 0);
     browser.assert_no_errors().await;
     browser.close().await;
@@ -1654,7 +1606,7 @@ async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
-    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    let (server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;
     gate(&browser, "PUT", "/api/stacks/", 800).await;
     browser.fill("textarea[name=item-content]", "Two.").await;
     browser
@@ -1664,11 +1616,11 @@ async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
         )
         .await;
     wait_gate(&browser, "done").await;
-    wait_status(&browser, "Saved alpha").await;
+    browser.wait_status("Saved alpha").await;
     wait_file(
         &server,
         &stack_path("alpha"),
-        &stack("alpha", "Alpha", "Two."),
+        &sample_stack("alpha", "Alpha", "Two."),
     )
     .await;
     let puts = browser
@@ -1686,19 +1638,19 @@ async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_answer_never_replaces_keystrokes_typed_while_it_was_in_flight() {
-    let (server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    let (server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;
     gate(&browser, "GET", "/api/stacks/project%3Aalpha$", 1500).await;
-    let external = stack("alpha", "Alpha", "Changed elsewhere.");
+    let external = sample_stack("alpha", "Alpha", "Changed elsewhere.");
     server.write_external(&stack_path("alpha"), &pretty(&external));
     wait_gate(&browser, "pending").await;
     browser.fill("textarea[name=item-content]", "Mine.").await;
     wait_gate(&browser, "done").await;
     browser.wait_css(".disk-changed").await;
     assert_eq!(browser.value("textarea[name=item-content]").await, "Mine.");
-    wait_eq(&browser, ".badge.dirty", "unsaved").await;
+    browser.wait_eq(".badge.dirty", "unsaved").await;
     // The banner's reload takes the external version.
     browser.click(".disk-changed button.reload-disk").await;
-    wait_status(&browser, "Loaded alpha").await;
+    browser.wait_status("Loaded alpha").await;
     assert_eq!(
         browser.value("textarea[name=item-content]").await,
         "Changed elsewhere."
@@ -1710,15 +1662,17 @@ async fn a_reload_answer_never_replaces_keystrokes_typed_while_it_was_in_flight(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
-    let mut params = stack("params", "Params", "Tone: {{ parameters.tone }}");
+    let mut params = sample_stack("params", "Params", "Tone: {{ parameters.tone }}");
     params["parameters"] = json!({ "tone": "calm", "other": 1 });
     let (server, browser) = start(std::slice::from_ref(&params), "params").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     let first = ".param-row:nth-child(1)";
     browser
         .fill(&format!("{first} textarea[name=param-value]"), "\"warm")
         .await;
-    wait_count(&browser, &format!("{first} .param-value .field-error"), 1).await;
+    browser
+        .wait_count(&format!("{first} .param-value .field-error"), 1)
+        .await;
     browser
         .fill(&format!("{first} input[name=param-name]"), "mood")
         .await;
@@ -1741,7 +1695,7 @@ async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
     browser
         .fill(&format!("{first} textarea[name=param-value]"), "\"warm\"")
         .await;
-    wait_count(&browser, ".field-error", 0).await;
+    browser.wait_count(".field-error", 0).await;
     browser
         .wait_js(
             "Save enabled",
@@ -1750,7 +1704,7 @@ async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
         )
         .await;
     browser.click("button.save").await;
-    wait_status(&browser, "Saved params").await;
+    browser.wait_status("Saved params").await;
     let mut want = params.clone();
     want["parameters"] = json!({ "mood": "warm", "other": 1 });
     assert_eq!(server.read_json(&stack_path("params")), want);
@@ -1760,7 +1714,7 @@ async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adding_an_item_keeps_another_items_unparsed_options() {
-    let (_server, browser) = start(&[stack("alpha", "Alpha", "One.")], "alpha").await;
+    let (_server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;
     // The slot (item 1): options as invalid JSON.
     browser.click(".item-row[data-index='1']").await;
     browser.click(".slot-editor button.json-view").await;
@@ -1771,7 +1725,7 @@ async fn adding_an_item_keeps_another_items_unparsed_options() {
     // A new block after item 0 pushes the slot to index 2; its text follows it.
     browser.click(".item-row[data-index='0']").await;
     browser.click("button.add-block").await;
-    wait_count(&browser, ".item-row", 3).await;
+    browser.wait_count(".item-row", 3).await;
     assert_eq!(item_titles(&browser).await, ["intro", "block-1", "history"]);
     browser.click(".item-row[data-index='2']").await;
     assert_eq!(
@@ -1783,7 +1737,7 @@ async fn adding_an_item_keeps_another_items_unparsed_options() {
     // Removing the new block moves it back to index 1, text included.
     browser.click(".item-row[data-index='1']").await;
     browser.click("button.remove-item").await;
-    wait_count(&browser, ".item-row", 2).await;
+    browser.wait_count(".item-row", 2).await;
     browser.click(".item-row[data-index='1']").await;
     assert_eq!(
         browser.value("textarea[name=slot-options-json]").await,
@@ -1796,10 +1750,10 @@ async fn adding_an_item_keeps_another_items_unparsed_options() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_valid_json_is_not_reformatted_under_the_caret() {
-    let mut params = stack("params", "Params", "{{ parameters.list }}");
+    let mut params = sample_stack("params", "Params", "{{ parameters.list }}");
     params["parameters"] = json!({ "list": "" });
     let (server, browser) = start(std::slice::from_ref(&params), "params").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     let field = "textarea[name=param-value]";
     browser.click(field).await;
     keys(
@@ -1815,7 +1769,7 @@ async fn typing_valid_json_is_not_reformatted_under_the_caret() {
     keys(&browser, field, &format!("{}00", left.repeat(4))).await;
     assert_eq!(browser.value(field).await, "[100, 2]");
     browser.click("button.save").await;
-    wait_status(&browser, "Saved params").await;
+    browser.wait_status("Saved params").await;
     let mut want = params.clone();
     want["parameters"] = json!({ "list": [100, 2] });
     assert_eq!(server.read_json(&stack_path("params")), want);
@@ -1825,10 +1779,10 @@ async fn typing_valid_json_is_not_reformatted_under_the_caret() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tab_from_a_renamed_parameter_lands_in_its_value() {
-    let mut params = stack("params", "Params", "{{ parameters.tone }}");
+    let mut params = sample_stack("params", "Params", "{{ parameters.tone }}");
     params["parameters"] = json!({ "tone": "\"calm\"" });
     let (_server, browser) = start(std::slice::from_ref(&params), "params").await;
-    tab(&browser, "Stack").await;
+    browser.tab("Stack").await;
     let name = ".param-row:nth-child(1) input[name=param-name]";
     browser.click(name).await;
     keys(&browser, name, &format!("x{}", Key::Tab)).await;
@@ -1854,21 +1808,23 @@ async fn tab_from_a_renamed_parameter_lands_in_its_value() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_name_the_list_does_not_know_stays_selected_while_editing() {
-    let mut custom = stack("custom", "Custom", "Text.");
+    let mut custom = sample_stack("custom", "Custom", "Text.");
     custom["items"][1]["slot"] = json!("future-slot");
     let (server, browser) = start(std::slice::from_ref(&custom), "custom").await;
     browser.click(".item-row[data-index='1']").await;
     let select = "select[name=item-slot]";
     assert_eq!(browser.value(select).await, "future-slot");
     browser.fill("input[name=item-name]", "Later").await;
-    wait_eq(&browser, ".item-row[data-index='1'] .item-name", "Later").await;
+    browser
+        .wait_eq(".item-row[data-index='1'] .item-name", "Later")
+        .await;
     assert_eq!(browser.value(select).await, "future-slot");
     assert_eq!(
         texts(&browser, "select[name=item-slot] option:checked").await,
         ["future-slot"]
     );
     browser.click("button.save").await;
-    wait_status(&browser, "Saved custom").await;
+    browser.wait_status("Saved custom").await;
     custom["items"][1]["name"] = json!("Later");
     assert_eq!(server.read_json(&stack_path("custom")), custom);
     browser.assert_no_errors().await;
@@ -1879,18 +1835,20 @@ async fn a_slot_name_the_list_does_not_know_stays_selected_while_editing() {
 /// counts as unsaved work when opening another Preset, and Reset brings back the draft.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unapplied_json_text_survives_tab_switches_and_is_guarded() {
-    let alpha = stack("alpha", "Alpha", "Alpha text.");
-    let beta = stack("beta", "Beta", "Beta text.");
+    let alpha = sample_stack("alpha", "Alpha", "Alpha text.");
+    let beta = sample_stack("beta", "Beta", "Beta text.");
     let (_server, browser) = start(&[alpha.clone(), beta], "alpha").await;
-    tab(&browser, "JSON").await;
+    browser.tab("JSON").await;
     let draft_text = browser.value("textarea[name=stack-json]").await;
     assert_eq!(draft_text, pretty(&alpha).trim_end());
     let edited = draft_text.replace("Alpha text.", "Edited in JSON.");
     browser.fill("textarea[name=stack-json]", &edited).await;
-    wait_eq(&browser, ".tab[data-tab='JSON'] .tab-mark", " •").await;
+    browser
+        .wait_eq(".tab[data-tab='JSON'] .tab-mark", " •")
+        .await;
 
-    tab(&browser, "Items").await;
-    tab(&browser, "JSON").await;
+    browser.tab("Items").await;
+    browser.tab("JSON").await;
     assert_eq!(browser.value("textarea[name=stack-json]").await, edited);
     assert_eq!(
         browser.count(".badge.dirty").await,

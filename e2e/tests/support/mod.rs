@@ -654,6 +654,57 @@ impl Browser {
         }
     }
 
+    /// Polls until the text of `css` is exactly `want`.
+    pub async fn wait_eq(&self, css: &str, want: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.text(css).await;
+            if got.as_deref() == Some(want) {
+                return;
+            }
+            if Instant::now() > deadline {
+                let errors = self.page_errors().await;
+                panic!("waited {WAIT:?} for {css} to read {want:?}; it reads {got:?} (page errors: {errors:?})");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Polls until the status line reads exactly `want`.
+    pub async fn wait_status(&self, want: &str) {
+        self.wait_eq(".topbar .status", want).await;
+    }
+
+    /// Polls until `count(css) == n`.
+    pub async fn wait_count(&self, css: &str, n: usize) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.count(css).await;
+            if got == n {
+                return;
+            }
+            if Instant::now() > deadline {
+                let errors = self.page_errors().await;
+                panic!(
+                    "waited {WAIT:?} for {n} × {css}; there are {got} (page errors: {errors:?})"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Opens a section tab of the Preset editor and waits until it is selected.
+    pub async fn tab(&self, label: &str) {
+        let css = format!("button.tab[data-tab='{label}']");
+        self.click(&css).await;
+        self.wait_js(
+            "tab selected",
+            &format!("return document.querySelector(\"{css}\").getAttribute('aria-selected');"),
+            serde_json::json!("true"),
+        )
+        .await;
+    }
+
     /// Waits until the console has logged `want.len()` errors and checks that they are exactly
     /// these failed requests (`"<path> <status>"`, e.g. `"/api/profiles 409 (Conflict)"`),
     /// which the test provoked on purpose. This empties the log, so [`Self::assert_no_errors`]
@@ -749,6 +800,25 @@ pub fn http_get(base_url: &str, path: &str, cookie: Option<&str>) -> (u16, Strin
         .unwrap_or_else(|| panic!("malformed HTTP response: {response:?}"));
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     (status, head.to_string(), body.to_string())
+}
+
+/// The on-disk format of resource files: pretty JSON (2 spaces) plus a newline.
+pub fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap() + "\n"
+}
+
+/// A schema-2 stack with a system block and a chat-history slot (no diagnostics).
+pub fn sample_stack(id: &str, name: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": id,
+        "name": name,
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": content },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]
+    })
 }
 
 /// Decodes a chunked HTTP/1.1 body.
