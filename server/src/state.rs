@@ -8,10 +8,12 @@
 //!
 //! Writes and reloads are serialized by one async mutex ([`WorkspaceHandle::lock`]). A handler
 //! holds it across "call the service, reload", so the changes of its own write are published once,
-//! with origin `self`, before the watcher's reload for the same files can run; that later reload
-//! finds nothing new and publishes nothing.
+//! with origin `self`, before the watcher's batch for the same files arrives. That batch then
+//! finds every reported file already at the revision the snapshot holds and skips the reload
+//! ([`WorkspaceHandle::reload_paths`]), so an own save loads the workspace once, not twice.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -97,6 +99,43 @@ fn file_states(snapshot: &WorkspaceSnapshot) -> BTreeMap<FileRef, FileState> {
         add(&mut out, "config", std::slice::from_ref(config));
     }
     out
+}
+
+/// Files larger than this are never read to compare revisions: the reload decides.
+const MAX_COMPARE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// True when every path in `paths` is a `.json` file whose bytes hash to the revision `snapshot`
+/// holds for it, or a file that neither exists nor is in `snapshot`.
+fn snapshot_is_current(snapshot: &WorkspaceSnapshot, paths: &[PathBuf]) -> bool {
+    let states = file_states(snapshot);
+    let known: HashMap<&str, &str> = states
+        .values()
+        .map(|s| (s.path.as_str(), s.revision.as_str()))
+        .collect();
+    paths.iter().all(|path| file_is_current(&known, path))
+}
+
+fn file_is_current(known: &HashMap<&str, &str>, path: &Path) -> bool {
+    if path.extension().and_then(|e| e.to_str()) != Some("json") {
+        return false; // a directory appeared or went away
+    }
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return !known.contains_key(text),
+        Err(_) => return false,
+    };
+    if !metadata.is_file() || metadata.len() > MAX_COMPARE_BYTES {
+        return false;
+    }
+    match (known.get(text), std::fs::read(path)) {
+        (Some(revision), Ok(bytes)) => {
+            !revision.is_empty() && *revision == forge_core::canonical::revision(&bytes)
+        }
+        _ => false,
+    }
 }
 
 /// The files that differ between two snapshots (by file address, then revision or id), in file
@@ -189,6 +228,24 @@ impl WorkspaceHandle {
     /// Reloads after changes made by someone else (the watcher's path).
     pub async fn reload(&self) -> Option<Event> {
         let guard = self.lock().await;
+        self.reload_locked(&guard, &HashSet::new()).await
+    }
+
+    /// The watcher's path: reloads unless every reported path is a resource file whose bytes on
+    /// disk are exactly those the current snapshot was built from (or a file that neither exists
+    /// nor is in the snapshot). That is the case for this server's own writes, which were
+    /// reloaded and published before their watcher batch arrives, and for tools that touch a
+    /// file without changing it. A directory path, an unknown file or any doubt reloads.
+    pub async fn reload_paths(&self, paths: &[PathBuf]) -> Option<Event> {
+        let guard = self.lock().await;
+        let snapshot = self.snapshot.load_full();
+        let paths = paths.to_vec();
+        let current = tokio::task::spawn_blocking(move || snapshot_is_current(&snapshot, &paths))
+            .await
+            .unwrap_or(false);
+        if current {
+            return None;
+        }
         self.reload_locked(&guard, &HashSet::new()).await
     }
 
@@ -334,5 +391,46 @@ mod tests {
                 }]
             })
         );
+    }
+
+    /// The watcher's skip rule: a reported file whose bytes are the snapshot's is current; any
+    /// change, an unknown file or a directory is not.
+    #[test]
+    fn a_batch_of_files_already_at_their_snapshot_revision_needs_no_reload() {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("project");
+        let stacks = project.join(".pi/forge/prompt-stacks");
+        std::fs::create_dir_all(&stacks).unwrap();
+        let file = stacks.join("a.json");
+        std::fs::write(&file, STACK).unwrap();
+        let store = FsStore::new(Some(project.clone()), home.path().join("global"));
+        let snapshot = workspace::load(
+            &store,
+            &LoadOptions {
+                trusted: true,
+                extra_slots: Vec::new(),
+            },
+        );
+        assert_eq!(snapshot.stacks.len(), 1);
+        let path = PathBuf::from(&snapshot.stacks[0].path);
+        assert_eq!(
+            path, file,
+            "the snapshot names files by the watcher's absolute path"
+        );
+
+        assert!(snapshot_is_current(&snapshot, std::slice::from_ref(&path)));
+        // A file that is neither on disk nor in the snapshot (a deleted temp file, say).
+        assert!(snapshot_is_current(&snapshot, &[stacks.join("gone.json")]));
+        // A directory that appeared: anything below it may have changed.
+        assert!(!snapshot_is_current(&snapshot, &[stacks.clone()]));
+        // A new file the snapshot does not know.
+        std::fs::write(stacks.join("b.json"), STACK).unwrap();
+        assert!(!snapshot_is_current(&snapshot, &[stacks.join("b.json")]));
+        // Same path, other bytes.
+        std::fs::write(&file, r#"{"id":"a","items":[],"name":"x"}"#).unwrap();
+        assert!(!snapshot_is_current(&snapshot, &[path.clone()]));
+        // Deleted although the snapshot has it.
+        std::fs::remove_file(&file).unwrap();
+        assert!(!snapshot_is_current(&snapshot, &[path]));
     }
 }

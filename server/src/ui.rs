@@ -347,8 +347,9 @@ async fn bind(preferred: Option<u16>) -> Result<tokio::net::TcpListener> {
         .context("cannot listen on 127.0.0.1")
 }
 
-/// Reloads the workspace on every watcher batch. A batch that arrives before the first load has
-/// finished marks it dirty, so it is reloaded once right after.
+/// Reloads the workspace on watcher batches that change something (see
+/// [`WorkspaceHandle::reload_paths`]). A batch that arrives before the first load has finished
+/// marks it dirty, so it is reloaded once right after.
 #[derive(Default)]
 struct Reloader {
     ws: OnceLock<Arc<WorkspaceHandle>>,
@@ -357,10 +358,10 @@ struct Reloader {
 
 impl Reloader {
     /// Called on the watcher's thread.
-    fn batch(&self, runtime: &tokio::runtime::Handle) {
+    fn batch(&self, runtime: &tokio::runtime::Handle, paths: &[std::path::PathBuf]) {
         match self.ws.get() {
             Some(ws) => {
-                runtime.block_on(ws.reload());
+                runtime.block_on(ws.reload_paths(paths));
             }
             None => {
                 if let Ok(mut dirty) = self.dirty.lock() {
@@ -386,8 +387,8 @@ type WatchGuard = watch::Watcher;
 fn start_watcher(store: &FsStore, trusted: bool, reloader: Arc<Reloader>) -> Option<WatchGuard> {
     let runtime = tokio::runtime::Handle::current();
     let roots = watch::forge_roots(store, trusted);
-    match watch::spawn(WatchConfig::new(roots), move |_batch| {
-        reloader.batch(&runtime)
+    match watch::spawn(WatchConfig::new(roots), move |batch| {
+        reloader.batch(&runtime, &batch.paths)
     }) {
         Ok(watcher) => Some(watcher),
         Err(error) => {
