@@ -422,13 +422,16 @@ mod tests {
         // A file that is neither on disk nor in the snapshot (a deleted temp file, say).
         assert!(snapshot_is_current(&snapshot, &[stacks.join("gone.json")]));
         // A directory that appeared: anything below it may have changed.
-        assert!(!snapshot_is_current(&snapshot, &[stacks.clone()]));
+        assert!(!snapshot_is_current(
+            &snapshot,
+            std::slice::from_ref(&stacks)
+        ));
         // A new file the snapshot does not know.
         std::fs::write(stacks.join("b.json"), STACK).unwrap();
         assert!(!snapshot_is_current(&snapshot, &[stacks.join("b.json")]));
         // Same path, other bytes.
         std::fs::write(&file, r#"{"id":"a","items":[],"name":"x"}"#).unwrap();
-        assert!(!snapshot_is_current(&snapshot, &[path.clone()]));
+        assert!(!snapshot_is_current(&snapshot, std::slice::from_ref(&path)));
         // Deleted although the snapshot has it.
         std::fs::remove_file(&file).unwrap();
         assert!(!snapshot_is_current(&snapshot, &[path]));
