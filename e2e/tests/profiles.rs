@@ -375,13 +375,7 @@ async fn profile_lifecycle() {
         .wait_text(".modal h2", "Discard changes to this profile?")
         .await;
     browser.click(".modal button.cancel").await;
-    browser
-        .wait_js(
-            "dialog closed",
-            "return document.querySelectorAll('.modal').length;",
-            json!(0),
-        )
-        .await;
+    browser.wait_count(".modal", 0).await;
     assert_eq!(
         browser.value("input[name=profile-name]").await,
         "Scout renamed"
@@ -452,13 +446,7 @@ async fn profile_lifecycle() {
         ))
     );
     browser.click(".modal button.cancel").await;
-    browser
-        .wait_js(
-            "dialog closed",
-            "return document.querySelectorAll('.modal').length;",
-            json!(0),
-        )
-        .await;
+    browser.wait_count(".modal", 0).await;
     assert_eq!(server.read(&file(PROFILES, "scout")), saved_text);
 
     // Changed on disk while the form is dirty: a banner, and "Keep mine" then Save is refused
@@ -478,13 +466,7 @@ async fn profile_lifecycle() {
         .wait_text(".disk-changed", "This profile changed on disk.")
         .await;
     browser.click(".disk-changed .keep-mine").await;
-    browser
-        .wait_js(
-            "banner closed",
-            "return document.querySelectorAll('.disk-changed').length;",
-            json!(0),
-        )
-        .await;
+    browser.wait_count(".disk-changed", 0).await;
     assert_eq!(
         browser.value("input[name=profile-name]").await,
         "Scout (mine)"
@@ -528,11 +510,7 @@ async fn profile_lifecycle() {
     );
     assert!(!scout_path.exists());
     browser
-        .wait_js(
-            "row removed",
-            "return document.querySelectorAll(\".profile-row[data-selector='project:scout']\").length;",
-            json!(0),
-        )
+        .wait_count(".profile-row[data-selector='project:scout']", 0)
         .await;
 
     // The external change is handled once: nothing keeps refetching afterwards.
