@@ -22,6 +22,7 @@ pub mod profile;
 #[cfg(feature = "regex")]
 pub mod rewrite;
 pub mod runtime;
+pub mod session;
 mod shape;
 pub mod stack;
 pub mod template;

@@ -207,9 +207,10 @@ impl RuntimeSnapshot {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// The documented stand-in used when no live Pi session is connected: Pi's seven built-in
-    /// tools (read, bash, edit and write active; grep, find and ls registered but inactive), with
-    /// short descriptions written for pi-forge, no skills, no context files, no model.
+    /// The documented stand-in used when no live Pi session is connected: the ten tools Pi 1.6
+    /// registers, in its registry order (read, bash, edit and write active; powershell, grep,
+    /// find, ls, codemode and tool_search registered but inactive), with short descriptions
+    /// written for pi-forge, no skills, no context files, no model.
     pub fn default_snapshot(cwd: &str, clock: Clock) -> RuntimeSnapshot {
         let tool = |name: &str, snippet: &str, active: bool| ToolInfo {
             name: name.to_string(),
@@ -226,11 +227,14 @@ impl RuntimeSnapshot {
             tools: vec![
                 tool("read", "Read the contents of a file", true),
                 tool("bash", "Run a shell command in the working directory", true),
+                tool("powershell", "Run a PowerShell command", false),
                 tool("edit", "Replace exact text in a file", true),
                 tool("write", "Create or overwrite a file", true),
                 tool("grep", "Search file contents for a pattern", false),
                 tool("find", "Find files by name pattern", false),
                 tool("ls", "List the entries of a directory", false),
+                tool("codemode", "Run a script that calls other tools", false),
+                tool("tool_search", "Search the registered tools by description", false),
             ],
             prompt_guidelines: Vec::new(),
             skills: Vec::new(),
@@ -277,7 +281,18 @@ mod tests {
         );
         assert_eq!(
             snap.registered_tool_names(),
-            vec!["read", "bash", "edit", "write", "grep", "find", "ls"]
+            vec![
+                "read",
+                "bash",
+                "powershell",
+                "edit",
+                "write",
+                "grep",
+                "find",
+                "ls",
+                "codemode",
+                "tool_search"
+            ]
         );
         let json = serde_json::to_value(&snap).unwrap();
         let back: RuntimeSnapshot = serde_json::from_value(json).unwrap();

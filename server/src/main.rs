@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod http;
 mod import;
+mod live;
 mod paths;
 mod preview;
 mod state;

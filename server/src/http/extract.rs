@@ -40,42 +40,57 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
-        let declared = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let mut stream = request.into_body().into_data_stream();
-        let mut bytes: Vec<u8> =
-            Vec::with_capacity(declared.map_or(0, |n| n.min(BODY_LIMIT as u64) as usize));
-        let mut seen = 0usize;
-        let mut over = declared.is_some_and(|n| n > BODY_LIMIT as u64);
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| {
-                ApiError::bad_request(format!("Could not read the request body: {e}"))
-            })?;
-            seen = seen.saturating_add(chunk.len());
-            if seen > BODY_LIMIT {
-                over = true;
-            }
-            if over {
-                if seen > DRAIN_LIMIT {
-                    break;
-                }
-                continue;
-            }
-            bytes.extend_from_slice(&chunk);
+        read_json(request, BODY_LIMIT).await.map(JsonBody)
+    }
+}
+
+/// Largest body of a live-host request (`/api/host/...`): it carries whole conversations.
+pub const HOST_BODY_LIMIT: usize = 32_000_000;
+
+/// A JSON body of a live-host request, up to [`HOST_BODY_LIMIT`] bytes.
+pub struct HostBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for HostBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
+        read_json(request, HOST_BODY_LIMIT).await.map(HostBody)
+    }
+}
+
+/// Reads and parses a JSON body of at most `limit` bytes (413 beyond, 400 when not JSON).
+async fn read_json(request: Request, limit: usize) -> Result<Value, ApiError> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut stream = request.into_body().into_data_stream();
+    let mut bytes: Vec<u8> = Vec::with_capacity(declared.map_or(0, |n| n.min(limit as u64) as usize));
+    let mut seen = 0usize;
+    let mut over = declared.is_some_and(|n| n > limit as u64);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| ApiError::bad_request(format!("Could not read the request body: {e}")))?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > limit {
+            over = true;
         }
         if over {
-            return Err(too_large());
+            if seen > DRAIN_LIMIT {
+                break;
+            }
+            continue;
         }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(JsonBody(Value::Object(Map::new())));
-        }
-        json::parse_bytes(&bytes)
-            .map(JsonBody)
-            .map_err(|_| invalid_json())
+        bytes.extend_from_slice(&chunk);
     }
+    if over {
+        return Err(too_large());
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Map::new()));
+    }
+    json::parse_bytes(&bytes).map_err(|_| invalid_json())
 }
 
 impl JsonBody {

@@ -14,7 +14,7 @@ use super::AppState;
 
 /// What this server can do; the editor compares it with what it expects and asks for a reload
 /// when they differ.
-pub const FEATURES: [&str; 12] = [
+pub const FEATURES: [&str; 13] = [
     "stacks",
     "profiles",
     "capabilities",
@@ -27,6 +27,7 @@ pub const FEATURES: [&str; 12] = [
     "export",
     "activate",
     "resources",
+    "live",
 ];
 
 pub fn routes() -> Router<AppState> {
@@ -44,7 +45,8 @@ async fn meta(State(state): State<AppState>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "features": FEATURES,
         "trusted": state.ws.trusted(),
-        "liveHost": false,
+        "liveHost": state.live.connected(),
+        "live": state.live.view(),
         "demo": state.demo,
         "project": state.project.display().to_string(),
         "globalDir": state.global.display().to_string(),

@@ -12,6 +12,7 @@ mod config;
 pub mod error;
 mod events;
 pub mod extract;
+mod host;
 mod meta;
 mod profiles;
 pub mod security;
@@ -21,7 +22,7 @@ mod views;
 mod write;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -31,6 +32,7 @@ use forge_core::runtime::{Clock, RuntimeSnapshot};
 use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use crate::live::LiveHub;
 use crate::state::WorkspaceHandle;
 use error::ApiError;
 
@@ -47,9 +49,9 @@ pub struct ServerState {
     pub demo: bool,
     pub project: PathBuf,
     pub global: PathBuf,
-    /// The stack chosen with `activate`/`disable` (`scope:id`). Without a live Pi session this
-    /// choice lives only in this process.
-    pub active: Mutex<Option<String>>,
+    /// The live Pi session (the one owner of the active Preset, the applied profile and Pi's
+    /// facts); empty when no Pi is connected.
+    pub live: Arc<LiveHub>,
     /// Turns true when the server shuts down; event streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -64,7 +66,6 @@ impl ServerState {
         global: PathBuf,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> ServerState {
-        let active = ws.snapshot().auto_stack().map(|e| e.key.to_string());
         ServerState {
             ws,
             port,
@@ -78,29 +79,30 @@ impl ServerState {
             demo,
             project,
             global,
-            active: Mutex::new(active),
+            live: Arc::new(LiveHub::new()),
             shutdown,
         }
     }
 
+    /// The active Preset (`scope:id`) of the live Pi session; `None` without one.
     pub fn active_id(&self) -> Option<String> {
-        self.active.lock().map(|a| a.clone()).unwrap_or(None)
+        self.live
+            .with_live(|h| h.active_stack().map(str::to_string))
+            .unwrap_or(None)
     }
 
-    pub fn set_active(&self, value: Option<String>) {
-        if let Ok(mut active) = self.active.lock() {
-            *active = value;
-        }
-    }
-
-    /// The documented stand-in for a live Pi session (no live host is ever connected here).
+    /// The facts the compiler works from: the live Pi session's, else the documented stand-in
+    /// (`live: false`).
     pub fn runtime(&self) -> RuntimeSnapshot {
-        RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), local_clock())
+        let clock = local_clock();
+        self.live.with_live(|h| h.runtime(clock)).unwrap_or_else(|_| {
+            RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), clock)
+        })
     }
 }
 
 /// The clock of this machine: now, with the local UTC offset.
-fn local_clock() -> Clock {
+pub fn local_clock() -> Clock {
     let now = chrono::Local::now();
     Clock {
         epoch_ms: now.timestamp_millis(),
@@ -120,6 +122,7 @@ pub fn router(state: AppState) -> Router {
         .route("/index.html", get(assets::index))
         .merge(meta::routes())
         .merge(events::routes())
+        .merge(host::routes())
         .merge(stacks::routes())
         .merge(profiles::routes())
         .merge(capabilities::routes())

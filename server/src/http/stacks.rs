@@ -23,7 +23,7 @@ use super::views::{stack_detail, stack_summary, with_etag};
 use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
-use super::AppState;
+use super::{host, AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -136,7 +136,7 @@ async fn create(State(state): State<AppState>, body: JsonBody) -> ApiResult<Resp
     .await?;
     if activate {
         if let Some(written) = &outcome.written {
-            state.set_active(Some(written.key.to_string()));
+            activate_after_write(&state, written.key.to_string()).await;
         }
     }
     written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
@@ -167,7 +167,10 @@ async fn remove(
     let outcome = delete_resource(&state, Kind::Stack, selector, &headers, body).await?;
     let key = outcome.deleted.as_ref().map(ToString::to_string);
     if key.is_some() && state.active_id() == key {
-        state.set_active(None);
+        // The live session must not keep compiling a Preset that is gone.
+        if let Err(e) = host::set_live_stack(&state, None).await {
+            eprintln!("pi-forge: could not turn off the deleted Preset in Pi: {}", e.message);
+        }
     }
     Ok(ok_json(&json!({
         "ok": true,
@@ -197,7 +200,7 @@ async fn fork(
     .await?;
     if activate {
         if let Some(written) = &outcome.written {
-            state.set_active(Some(written.key.to_string()));
+            activate_after_write(&state, written.key.to_string()).await;
         }
     }
     written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
@@ -341,7 +344,7 @@ async fn preview(
         json!({
             "ok": true,
             "stackId": label,
-            "liveHost": false,
+            "liveHost": runtime.live,
             "text": text,
             "diagnostics": preview.diagnostics,
             "preview": preview,
@@ -352,30 +355,45 @@ async fn preview(
     Ok(ok_json(&result))
 }
 
-/// `POST /api/stacks/:sel/activate` → `{ok, activeId}`. Without a live Pi session the choice is
-/// kept in this server's memory only; a stack with errors is refused.
+/// `POST /api/stacks/:sel/activate` → `{ok, activeId}`: the live Pi session makes the stack its
+/// active Preset (recorded in the session). 503 `no_live_session` without one; a stack with
+/// errors is refused (409 `not_usable`).
 async fn activate(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
-    let snapshot = state.ws.snapshot();
-    let entry = resolve(&snapshot, &sel)?;
-    if !entry.usable() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not_usable",
-            format!(
-                "Prompt stack {} has errors and cannot be activated until they are fixed.",
-                entry.key
-            ),
-        )
-        .with_details(json!({ "diagnostics": entry.diagnostics })));
-    }
-    state.set_active(Some(entry.key.to_string()));
+    let key = {
+        let snapshot = state.ws.snapshot();
+        let entry = resolve(&snapshot, &sel)?;
+        if !entry.usable() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "not_usable",
+                format!(
+                    "Prompt stack {} has errors and cannot be activated until they are fixed.",
+                    entry.key
+                ),
+            )
+            .with_details(json!({ "diagnostics": entry.diagnostics })));
+        }
+        entry.key.to_string()
+    };
+    host::set_live_stack(&state, Some(key)).await?;
     Ok(ok_json(
         &json!({ "ok": true, "activeId": state.active_id() }),
     ))
 }
 
-/// `POST /api/disable` → `{ok, activeId: null}`: run without a stack.
-async fn disable(State(state): State<AppState>) -> Response {
-    state.set_active(None);
-    ok_json(&json!({ "ok": true, "activeId": Value::Null }))
+/// `POST /api/disable` → `{ok, activeId: null}`: the live Pi session runs without a Preset
+/// (503 `no_live_session` without one).
+async fn disable(State(state): State<AppState>) -> ApiResult<Response> {
+    host::set_live_stack(&state, None).await?;
+    Ok(ok_json(&json!({ "ok": true, "activeId": Value::Null })))
+}
+
+/// After a create or fork that asked to activate: activate in the live session when there is
+/// one (the file is written either way; the answer's `activeId` says what happened).
+async fn activate_after_write(state: &ServerState, key: String) {
+    if state.live.connected() {
+        if let Err(e) = host::set_live_stack(state, Some(key)).await {
+            eprintln!("pi-forge: could not activate the new Preset in Pi: {}", e.message);
+        }
+    }
 }

@@ -1,0 +1,549 @@
+// pi-forge bridge for Pi 1.6: an adapter between a Pi session and the local pi-forge server.
+//
+// It collects Pi's facts, forwards hook calls to the server, applies what the server answers and
+// writes the session entries the server asks for. Every rule (compile, regex, tool policy, which
+// Preset is active after a restore, profile preflight) lives in the Rust server; nothing here
+// decides them. Protocol: docs/api.md "Live Pi host". Nothing starts in the factory (Pi runs
+// factories for `--help` too): the server is found or started on `session_start` or `/forge`.
+
+import { spawn } from "node:child_process";
+import { existsSync, openSync, readFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { getPackageDir, VERSION } from "@earendil-works/pi-coding-agent";
+import type {
+	BuildSystemPromptOptions,
+	ExtensionAPI,
+	ExtensionCommandContext,
+	ExtensionContext,
+} from "@earendil-works/pi-coding-agent";
+
+const PROTOCOL = 1;
+/** A Preset turn that gets no answer within this time is aborted (fail closed). */
+const TURN_TIMEOUT_MS = 2000;
+const START_TIMEOUT_MS = 15000;
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Obj = { [key: string]: Json };
+interface Install {
+	version: string;
+	bin?: string;
+}
+interface Conn {
+	base: string;
+	token: string;
+	url: string;
+	hostId: string;
+	sessionId: string;
+	stream: AbortController;
+}
+
+function install(): Install {
+	try {
+		return JSON.parse(readFileSync(join(HERE, "install.json"), "utf8")) as Install;
+	} catch {
+		return { version: "unknown" };
+	}
+}
+
+/** `PI_FORGE_BIN`, else the binary recorded at install time, else `pi-forge` on PATH. */
+function binary(): string {
+	const fromEnv = process.env.PI_FORGE_BIN;
+	if (fromEnv) return fromEnv;
+	const recorded = install().bin;
+	if (recorded && existsSync(recorded)) return recorded;
+	return "pi-forge";
+}
+
+function errorText(e: unknown): string {
+	return e instanceof Error ? e.message : String(e);
+}
+
+/** Runs `pi-forge ui --no-open ...` detached and reads the editor URL from its first line. */
+function startServer(cwd: string, args: string[]): Promise<string> {
+	const bin = binary();
+	const log = join(tmpdir(), `pi-forge-ui-${process.getuid?.() ?? "user"}.log`);
+	return new Promise((resolve, reject) => {
+		let out = "";
+		let done = false;
+		const child = spawn(bin, ["ui", ...args, "--no-open", "--project", cwd], {
+			cwd,
+			detached: true,
+			stdio: ["ignore", "pipe", openSync(log, "a")],
+		});
+		const finish = (error?: string, url?: string) => {
+			if (done) return;
+			done = true;
+			clearTimeout(timer);
+			child.stdout?.removeAllListeners();
+			child.stdout?.destroy();
+			child.unref();
+			if (error) reject(new Error(error));
+			else resolve(url ?? "");
+		};
+		const timer = setTimeout(() => finish(`${bin} ui did not print its URL within ${START_TIMEOUT_MS / 1000} s (log: ${log})`), START_TIMEOUT_MS);
+		child.on("error", (e) =>
+			finish(
+				`cannot run ${bin} (${errorText(e)}). Install pi-forge and put it on PATH, or set PI_FORGE_BIN to its path.`,
+			),
+		);
+		child.on("exit", (code) => {
+			if (!out.includes("\n")) finish(`${bin} ui exited with status ${code} before printing its URL (log: ${log})`);
+		});
+		child.stdout?.on("data", (chunk: Buffer) => {
+			out += chunk.toString("utf8");
+			const line = out.split("\n")[0];
+			if (out.includes("\n")) finish(undefined, line.trim());
+		});
+	});
+}
+
+export default function piForge(pi: ExtensionAPI) {
+	let conn: Conn | undefined;
+	let ctxNow: ExtensionContext | undefined;
+	let shuttingDown = false;
+	// Mirrors of what the server decided, so the adapter can fail closed when it is unreachable.
+	let activeStackId: string | null = null;
+	let allowedTools: string[] | null = null;
+	let finalizeRules = 0;
+	let firstRequest = false;
+	let lastOptions: BuildSystemPromptOptions | undefined;
+	let basePrompt: string | undefined;
+	let idleWaiters: Array<() => void> = [];
+	let stackIds: string[] = [];
+	let profileIds: string[] = [];
+
+	const headers = (c: Conn) => ({ "content-type": "application/json", "x-pi-forge-token": c.token });
+
+	async function call(c: Conn, method: string, path: string, body?: unknown, timeoutMs = 10000): Promise<Obj> {
+		const response = await fetch(`${c.base}${path}`, {
+			method,
+			headers: headers(c),
+			body: body === undefined ? undefined : JSON.stringify(body),
+			signal: AbortSignal.timeout(timeoutMs),
+		});
+		const text = await response.text();
+		const value = (text ? JSON.parse(text) : {}) as Obj;
+		if (!response.ok) {
+			const message = typeof value.error === "string" ? value.error : `HTTP ${response.status}`;
+			throw new Error(message);
+		}
+		return value;
+	}
+
+	function facts(ctx: ExtensionContext): Obj {
+		const o = lastOptions;
+		const model = ctx.model;
+		return {
+			tools: pi.getAllTools().map((t) => ({
+				name: t.name,
+				description: t.description ?? null,
+				promptGuidelines: t.promptGuidelines ?? [],
+				exposure: t.exposure ?? null,
+				sourceInfo: { path: t.sourceInfo.path, source: t.sourceInfo.source, scope: t.sourceInfo.scope, origin: t.sourceInfo.origin },
+			})),
+			activeTools: pi.getActiveTools(),
+			systemPrompt: basePrompt ?? null,
+			promptOptions: o
+				? {
+						toolSnippets: o.toolSnippets ?? {},
+						toolGuidelines: o.toolGuidelines ?? {},
+						promptGuidelines: o.promptGuidelines ?? [],
+						appendSystemPrompt: o.appendSystemPrompt ?? null,
+						contextFiles: (o.contextFiles ?? []).map((f) => ({ path: f.path, content: f.content })),
+						skills: (o.skills ?? []).map((s) => ({
+							name: s.name,
+							description: s.description,
+							filePath: s.filePath,
+							disableModelInvocation: s.disableModelInvocation,
+						})),
+					}
+				: null,
+			model: model ? { provider: model.provider, id: model.id, api: model.api, name: model.name, reasoning: model.reasoning } : null,
+			thinkingLevel: pi.getThinkingLevel(),
+			models: ctx.modelRegistry.getAvailable().map((m) => ({ provider: m.provider, id: m.id, api: m.api, name: m.name, reasoning: m.reasoning })),
+			piDocsRoot: getPackageDir(),
+			leafId: ctx.sessionManager.getLeafId(),
+		};
+	}
+
+	function forgeEntries(ctx: ExtensionContext): Obj[] {
+		const entries: Obj[] = [];
+		for (const e of ctx.sessionManager.getBranch()) {
+			if (e.type === "custom" && e.customType.startsWith("pi-forge-")) {
+				entries.push({ customType: e.customType, data: (e.data ?? null) as Json });
+			}
+		}
+		return entries;
+	}
+
+	function status(ctx: ExtensionContext) {
+		if (!ctx.hasUI) return;
+		const text = conn ? `forge: ${activeStackId ?? "no Preset"}` : activeStackId ? "forge: disconnected" : undefined;
+		ctx.ui.setStatus("pi-forge", text);
+	}
+
+	function applyEntries(entries: Json | undefined) {
+		if (!Array.isArray(entries)) return;
+		for (const e of entries) {
+			if (e && typeof e === "object" && !Array.isArray(e) && typeof e.customType === "string") {
+				pi.appendEntry(e.customType, e.data ?? null);
+			}
+		}
+	}
+
+	function waitIdle(ctx: ExtensionContext): Promise<void> {
+		if (ctx.isIdle()) return Promise.resolve();
+		return new Promise((resolve) => idleWaiters.push(resolve));
+	}
+
+	async function runCommand(ctx: ExtensionContext, command: Obj): Promise<Obj> {
+		switch (command.kind) {
+			case "setStack": {
+				applyEntries(command.entries);
+				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
+				if (!activeStackId) allowedTools = null;
+				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
+				status(ctx);
+				return { ok: true, activeTools: pi.getActiveTools() };
+			}
+			case "applyProfile": {
+				await waitIdle(ctx);
+				const want = command.model as Obj;
+				const provider = String(want.provider);
+				const id = String(want.id);
+				if (ctx.model?.provider !== provider || ctx.model?.id !== id) {
+					const model = ctx.modelRegistry.find(provider, id);
+					if (!model) return { ok: false, error: `Pi does not know the model ${provider}/${id}.` };
+					if (!(await pi.setModel(model))) return { ok: false, error: `Pi has no credentials for ${provider}/${id}.` };
+				}
+				pi.setThinkingLevel(command.thinkingLevel as Parameters<typeof pi.setThinkingLevel>[0]);
+				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
+				applyEntries(command.entries);
+				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
+				if (!activeStackId) allowedTools = null;
+				status(ctx);
+				return {
+					ok: true,
+					model: { provider, id },
+					thinkingLevel: pi.getThinkingLevel(),
+					activeTools: pi.getActiveTools(),
+				};
+			}
+			case "appendEntries":
+				applyEntries(command.entries);
+				return { ok: true };
+			case "notify":
+				if (ctx.hasUI) ctx.ui.notify(String(command.message), command.level === "error" ? "error" : "info");
+				return { ok: true };
+			default:
+				return { ok: false, error: `unknown command ${String(command.kind)}; update the extension with \`pi-forge pi install\`` };
+		}
+	}
+
+	/** Reads the command stream until it ends; its end means the server is gone. */
+	async function listen(c: Conn, ready: () => void) {
+		try {
+			const response = await fetch(`${c.base}/api/host/${c.hostId}/commands`, { headers: headers(c), signal: c.stream.signal });
+			if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+			const decoder = new TextDecoder();
+			let buffer = "";
+			for await (const chunk of response.body) {
+				buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+				let cut: number;
+				while ((cut = buffer.indexOf("\n\n")) >= 0) {
+					const block = buffer.slice(0, cut);
+					buffer = buffer.slice(cut + 2);
+					let event = "message";
+					let data = "";
+					for (const line of block.split("\n")) {
+						if (line.startsWith("event:")) event = line.slice(6).trim();
+						else if (line.startsWith("data:")) data += line.slice(5).trim();
+					}
+					if (event === "ready") ready();
+					if (event === "command" && ctxNow) {
+						const command = JSON.parse(data) as Obj;
+						const ctx = ctxNow;
+						void runCommand(ctx, command)
+							.catch((e) => ({ ok: false, error: errorText(e) }) as Obj)
+							.then((result) =>
+								call(c, "POST", `/api/host/${c.hostId}/commands/${String(command.id)}/result`, { sessionId: c.sessionId, result }),
+							)
+							.catch(() => undefined);
+					}
+				}
+			}
+		} catch {
+			// Closed by us, or the server went away: either way this connection is over.
+		} finally {
+			ready();
+			if (conn === c) {
+				conn = undefined;
+				if (ctxNow && !shuttingDown) status(ctxNow);
+			}
+		}
+	}
+
+	/** Finds or starts the project's server, says hello and opens the command stream. */
+	async function connect(ctx: ExtensionContext, takeover = false, serverArgs: string[] = []): Promise<Conn> {
+		if (conn && !takeover && serverArgs.length === 0) return conn;
+		conn?.stream.abort();
+		conn = undefined;
+		const url = await startServer(ctx.cwd, ctx.isProjectTrusted() ? serverArgs : [...serverArgs, "--untrusted"]);
+		const parsed = new URL(url);
+		const token = parsed.searchParams.get("token") ?? "";
+		const sessionId = ctx.sessionManager.getSessionId();
+		const probe: Conn = { base: parsed.origin, token, url, hostId: "", sessionId, stream: new AbortController() };
+		const welcome = await call(probe, "POST", "/api/host/hello", {
+			protocol: PROTOCOL,
+			extensionVersion: install().version,
+			piVersion: VERSION,
+			mode: ctx.mode,
+			hasUI: ctx.hasUI,
+			cwd: ctx.cwd,
+			sessionId,
+			sessionFile: ctx.sessionManager.getSessionFile() ?? null,
+			projectTrusted: ctx.isProjectTrusted(),
+			facts: facts(ctx),
+			entries: forgeEntries(ctx),
+			takeover,
+		});
+		const c: Conn = { ...probe, hostId: String(welcome.hostId) };
+		applyEntries(welcome.entries);
+		activeStackId = typeof welcome.activeStackId === "string" ? welcome.activeStackId : null;
+		if (welcome.versionMismatch === true && ctx.hasUI) {
+			ctx.ui.notify(
+				`pi-forge: the extension (${install().version}) and the server (${String(welcome.serverVersion)}) differ; run \`pi-forge pi install\` to update the extension.`,
+				"warning",
+			);
+		}
+		conn = c;
+		await new Promise<void>((ready) => void listen(c, ready));
+		status(ctx);
+		return c;
+	}
+
+	function hasForgeState(ctx: ExtensionContext): boolean {
+		const global = process.env.PI_FORGE_GLOBAL_DIR || join(homedir(), ".pi", "forge");
+		return existsSync(join(ctx.cwd, ".pi", "forge")) || existsSync(global) || forgeEntries(ctx).length > 0;
+	}
+
+	async function postFacts(ctx: ExtensionContext) {
+		const c = conn;
+		if (!c) return;
+		await call(c, "POST", `/api/host/${c.hostId}/facts`, { sessionId: c.sessionId, facts: facts(ctx) }, TURN_TIMEOUT_MS).catch(() => undefined);
+	}
+
+	function fail(ctx: ExtensionContext, message: string) {
+		if (ctx.hasUI) ctx.ui.notify(message, "error");
+		ctx.abort();
+	}
+
+	// ---- lifecycle ----
+
+	pi.on("session_start", async (_event, ctx) => {
+		ctxNow = ctx;
+		shuttingDown = false;
+		basePrompt = ctx.getSystemPrompt();
+		if (!hasForgeState(ctx)) return;
+		try {
+			await connect(ctx);
+		} catch (e) {
+			if (ctx.hasUI) ctx.ui.notify(`pi-forge: could not connect to the editor server: ${errorText(e)}`, "warning");
+		}
+	});
+
+	pi.on("session_tree", async (_event, ctx) => {
+		ctxNow = ctx;
+		if (conn) await connect(ctx, true).catch(() => undefined);
+	});
+
+	pi.on("session_shutdown", async () => {
+		shuttingDown = true;
+		const c = conn;
+		conn = undefined;
+		if (!c) return;
+		await call(c, "POST", `/api/host/${c.hostId}/bye`, { sessionId: c.sessionId }, 1000).catch(() => undefined);
+		c.stream.abort();
+	});
+
+	for (const name of ["model_select", "thinking_level_select", "session_compact", "turn_start"] as const) {
+		pi.on(name, async (_event: unknown, ctx: ExtensionContext) => {
+			ctxNow = ctx;
+			await postFacts(ctx);
+		});
+	}
+
+	pi.on("agent_settled", () => {
+		const waiters = idleWaiters;
+		idleWaiters = [];
+		for (const resolve of waiters) resolve();
+	});
+
+	// ---- the per-turn prompt path ----
+
+	pi.on("before_agent_start", async (event, ctx) => {
+		ctxNow = ctx;
+		lastOptions = event.systemPromptOptions;
+		basePrompt = event.systemPrompt;
+		firstRequest = false;
+		const c = conn;
+		if (!c) {
+			if (activeStackId) fail(ctx, `pi-forge: Preset ${activeStackId} is active but the pi-forge server is not reachable, so nothing was sent. Run /forge ui to reconnect.`);
+			return;
+		}
+		let answer: Obj;
+		try {
+			const now = new Date();
+			answer = await call(
+				c,
+				"POST",
+				`/api/host/${c.hostId}/turn`,
+				{
+					sessionId: c.sessionId,
+					prompt: event.messageType === "user" ? event.prompt : "",
+					clock: { epochMs: now.getTime(), utcOffsetMinutes: -now.getTimezoneOffset() },
+					facts: facts(ctx),
+				},
+				TURN_TIMEOUT_MS,
+			);
+		} catch (e) {
+			if (activeStackId) fail(ctx, `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`);
+			return;
+		}
+		if (answer.active !== true) {
+			activeStackId = null;
+			allowedTools = null;
+			finalizeRules = 0;
+			return;
+		}
+		activeStackId = typeof answer.stackId === "string" ? answer.stackId : activeStackId;
+		if (typeof answer.abort === "string") {
+			fail(ctx, answer.abort);
+			return;
+		}
+		allowedTools = Array.isArray(answer.activeTools) ? answer.activeTools.filter((t): t is string => typeof t === "string") : [];
+		finalizeRules = typeof answer.finalizeRules === "number" ? answer.finalizeRules : 0;
+		pi.setActiveTools(allowedTools);
+		firstRequest = true;
+		return { systemPrompt: String(answer.systemPrompt) };
+	});
+
+	pi.on("context", async (event, ctx) => {
+		const c = conn;
+		if (!firstRequest || !c || !activeStackId) return;
+		firstRequest = false;
+		try {
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/context`, { sessionId: c.sessionId, messages: event.messages }, TURN_TIMEOUT_MS);
+			if (typeof answer.abort === "string") return fail(ctx, answer.abort);
+			if (Array.isArray(answer.messages)) return { messages: answer.messages as unknown as typeof event.messages };
+		} catch (e) {
+			fail(ctx, `pi-forge: the server did not compile the messages of Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`);
+		}
+	});
+
+	pi.on("message_end", async (event) => {
+		const c = conn;
+		if (!c || finalizeRules === 0) return;
+		try {
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/finalize`, { sessionId: c.sessionId, message: event.message }, TURN_TIMEOUT_MS);
+			if (answer.message) return { message: answer.message as unknown as typeof event.message };
+		} catch {
+			// Finalize only rewrites text already received; the message stays as the model wrote it.
+		}
+	});
+
+	pi.on("tool_call", (event) => {
+		if (allowedTools && !allowedTools.includes(event.toolName)) {
+			return { block: true, reason: `pi-forge: the active Preset ${activeStackId ?? ""} does not allow the tool ${event.toolName}.` };
+		}
+	});
+
+	// ---- /forge ----
+
+	async function refreshIds(c: Conn) {
+		const stacks = await call(c, "GET", "/api/stacks").catch(() => ({}) as Obj);
+		const profiles = await call(c, "GET", "/api/profiles").catch(() => ({}) as Obj);
+		const ids = (list: Json | undefined) =>
+			Array.isArray(list) ? list.map((s) => (s && typeof s === "object" && !Array.isArray(s) ? String(s.selector ?? s.id) : "")).filter(Boolean) : [];
+		stackIds = ids(stacks.stacks);
+		profileIds = ids(profiles.profiles);
+	}
+
+	async function forge(args: string, ctx: ExtensionCommandContext) {
+		ctxNow = ctx;
+		lastOptions = ctx.getSystemPromptOptions();
+		const [sub = "ui", ...rest] = args.trim().split(/\s+/).filter(Boolean);
+		const arg = rest.join(" ");
+		const say = (text: string, level: "info" | "warning" | "error" = "info") => {
+			if (ctx.hasUI) ctx.ui.notify(text, level);
+			else console.error(text);
+		};
+		try {
+			switch (sub) {
+				case "ui": {
+					if (arg === "stop") {
+						conn?.stream.abort();
+						conn = undefined;
+						const bin = binary();
+						await pi.exec(bin, ["ui", "stop", "--project", ctx.cwd]);
+						status(ctx);
+						return say("pi-forge: editor stopped");
+					}
+					const c = await connect(ctx, arg === "restart", arg === "restart" ? ["--restart"] : []);
+					if (ctx.mode === "tui") {
+						const opener = process.platform === "darwin" ? "open" : process.platform === "win32" ? "explorer" : "xdg-open";
+						await pi.exec(opener, [c.url]).catch(() => undefined);
+					}
+					return say(`pi-forge editor: ${c.url}`);
+				}
+				case "status": {
+					const c = await connect(ctx);
+					const live = await call(c, "GET", "/api/live");
+					const status = await call(c, "GET", "/api/profiles/status").catch(() => ({}) as Obj);
+					const last = status.lastApplied as Obj | null | undefined;
+					const drift = last && typeof last === "object" && Array.isArray(last.drifted) ? last.drifted.join(", ") : "";
+					const profile = last && typeof last === "object" ? String((last.provenance as Obj | undefined)?.profileId ?? "") : "";
+					return say(
+						`pi-forge: server ${c.base} · Preset ${String(live.activeStackId ?? "none")} · profile ${profile || "none"}${drift ? ` (changed since: ${drift})` : ""} · extension ${install().version}, server ${String(live.serverVersion ?? "?")}`,
+					);
+				}
+				case "preset": {
+					if (!arg) return say("usage: /forge preset <id>|off", "warning");
+					const c = await connect(ctx);
+					const off = arg === "off" || arg === "none";
+					await call(c, "POST", off ? "/api/disable" : `/api/stacks/${encodeURIComponent(arg)}/activate`, {}, 35000);
+					return say(off ? "pi-forge: no Preset active" : `pi-forge: Preset ${activeStackId ?? arg} active`);
+				}
+				case "profile": {
+					if (!arg) return say("usage: /forge profile <id>", "warning");
+					const c = await connect(ctx);
+					const result = await call(c, "POST", `/api/profiles/${encodeURIComponent(arg)}/apply`, {}, 35000);
+					const notes = Array.isArray(result.notes) ? result.notes.map(String) : [];
+					return say([`pi-forge: profile ${arg} applied`, ...notes].join("\n"));
+				}
+				default:
+					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id>", "warning");
+			}
+		} catch (e) {
+			say(`pi-forge: ${errorText(e)}`, "error");
+		}
+	}
+
+	pi.registerCommand("forge", {
+		description: "pi-forge: open the editor (ui), show status, switch Preset or apply a profile",
+		getArgumentCompletions: async (prefix: string) => {
+			const words = prefix.split(/\s+/);
+			if (words.length <= 1) {
+				return ["ui", "status", "preset", "profile"].filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
+			}
+			if (conn) await refreshIds(conn);
+			const [sub, partial = ""] = words;
+			const pool = sub === "ui" ? ["stop", "restart"] : sub === "preset" ? [...stackIds, "off"] : sub === "profile" ? profileIds : [];
+			return pool.filter((s) => s.startsWith(partial)).map((s) => ({ value: `${sub} ${s}`, label: s }));
+		},
+		handler: forge,
+	});
+}

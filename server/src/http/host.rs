@@ -1,0 +1,511 @@
+//! The live Pi session over HTTP: the host protocol the bridge extension speaks
+//! (`/api/host/...`), and the browser's view of it (`GET /api/live`, `GET /api/runtime`).
+//!
+//! Host routes use the same token, Host and Origin rules as every other route and take bodies up
+//! to [`HOST_BODY_LIMIT`] bytes (a turn carries the conversation). Every host call after `hello`
+//! names the host id in the path and the Pi session id in the body; a mismatch changes nothing
+//! (404 `unknown_host`, 409 `stale_session`). `docs/api.md` documents the wire.
+
+use std::convert::Infallible;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use forge_core::compile::{self, CompileInput, MacroRegistry};
+use forge_core::diag::{Diagnostic, Level};
+use forge_core::json;
+use forge_core::rewrite;
+use forge_core::runtime::Clock;
+use forge_core::session::{self, SessionEntry, STACK_STATE_TYPE};
+use forge_core::workspace::{RestoredStack, WorkspaceSnapshot};
+use futures_util::stream::{self, StreamExt as _};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{ok_json, HostBody, HOST_BODY_LIMIT};
+use super::{local_clock, AppState, ServerState};
+use crate::live::{self, stack_entry, Hello, LiveError, PiFacts};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/live", get(live_view))
+        .route("/api/runtime", get(runtime))
+        .route("/api/host/hello", post(hello))
+        .route("/api/host/{id}/commands", get(commands))
+        .route("/api/host/{id}/commands/{cid}/result", post(command_result))
+        .route("/api/host/{id}/facts", post(facts))
+        .route("/api/host/{id}/turn", post(turn))
+        .route("/api/host/{id}/context", post(context))
+        .route("/api/host/{id}/finalize", post(finalize))
+        .route("/api/host/{id}/bye", post(bye))
+}
+
+impl From<LiveError> for ApiError {
+    fn from(e: LiveError) -> ApiError {
+        let (status, code) = match &e {
+            LiveError::NoLiveSession | LiveError::Disconnected => {
+                (StatusCode::SERVICE_UNAVAILABLE, "no_live_session")
+            }
+            LiveError::UnknownHost(_) => (StatusCode::NOT_FOUND, "unknown_host"),
+            LiveError::StaleSession { .. } => (StatusCode::CONFLICT, "stale_session"),
+            LiveError::HostBusy(_) => (StatusCode::CONFLICT, "host_busy"),
+            LiveError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "host_timeout"),
+            LiveError::UnknownCommand(_) => (StatusCode::NOT_FOUND, "unknown_command"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
+/// Parses a host body into `T`, naming the field at fault.
+fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "The {what} body must be a JSON object, not {}.",
+            json::type_name(&body)
+        )));
+    }
+    serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_host_message",
+            format!("Malformed {what} message: {e}."),
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser view
+
+/// `GET /api/live` → `{connected:false}` or the live session (Pi version, session, model,
+/// thinking level, active Preset, provenance).
+async fn live_view(State(state): State<AppState>) -> Response {
+    ok_json(&state.live.view())
+}
+
+/// `GET /api/runtime` → the runtime snapshot previews compile against, exactly as
+/// `pi-forge preview --runtime FILE` reads it; `live` says whether it came from Pi.
+async fn runtime(State(state): State<AppState>) -> ApiResult<Response> {
+    let runtime = state.runtime();
+    Ok(ok_json(&serde_json::to_value(&runtime).map_err(|e| {
+        ApiError::internal(format!("Could not serialize the runtime: {e}"))
+    })?))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restore at hello
+
+/// What a (re)started session's branch means: the active Preset, entries to append when the
+/// restore changed the choice, and the provenance.
+fn restore(
+    snapshot: &WorkspaceSnapshot,
+    trusted: bool,
+    entries: &[SessionEntry],
+) -> (Option<String>, Vec<SessionEntry>, Option<Value>) {
+    let branch = session::branch_state(entries);
+    let provenance = branch.provenance.clone().flatten();
+    let persist = |key: Option<String>| {
+        vec![SessionEntry {
+            custom_type: STACK_STATE_TYPE.to_string(),
+            data: session::stack_state_data(key.as_deref()),
+        }]
+    };
+    match branch.active_stack_id.as_deref() {
+        Some(persisted) => match snapshot.restore_stack(persisted) {
+            RestoredStack::Disabled => (None, Vec::new(), provenance),
+            RestoredStack::Restored(entry) => (Some(entry.key.to_string()), Vec::new(), provenance),
+            RestoredStack::Fallback(entry) => {
+                let key = if trusted {
+                    entry.map(|e| e.key.to_string())
+                } else {
+                    None
+                };
+                (key.clone(), persist(key), provenance)
+            }
+        },
+        // Untrusted projects never auto-activate.
+        None if !trusted => (None, Vec::new(), provenance),
+        None => match snapshot.default_stack(None) {
+            Some(entry) => {
+                let key = Some(entry.key.to_string());
+                (key.clone(), persist(key), provenance)
+            }
+            None => (None, Vec::new(), provenance),
+        },
+    }
+}
+
+/// `POST /api/host/hello` → `{hostId, protocol, serverVersion, activeStackId, entries,
+/// versionMismatch}`.
+async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiResult<Response> {
+    let protocol = body.get("protocol").and_then(Value::as_u64);
+    if protocol != Some(live::PROTOCOL) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "protocol_mismatch",
+            format!(
+                "This pi-forge server speaks host protocol {}, the extension sent {}. Run `pi-forge pi install` to update the extension.",
+                live::PROTOCOL,
+                protocol.map_or("none".to_string(), |p| p.to_string())
+            ),
+        ));
+    }
+    let hello: Hello = parse(body, "hello")?;
+    let extension_version = hello.extension_version.clone();
+    let snapshot = state.ws.snapshot();
+    let trusted = state.ws.trusted();
+    let welcome = state
+        .live
+        .hello(hello, |entries| restore(&snapshot, trusted, entries))?;
+    let server_version = env!("CARGO_PKG_VERSION");
+    Ok(ok_json(&json!({
+        "hostId": welcome.host_id,
+        "protocol": live::PROTOCOL,
+        "serverVersion": server_version,
+        "versionMismatch": extension_version != server_version,
+        "activeStackId": welcome.active_stack,
+        "entries": welcome.entries,
+        "url": format!("http://127.0.0.1:{}/", state.port),
+    })))
+}
+
+/// `GET /api/host/:id/commands` → SSE: `ready`, then one `command` event per command, and a
+/// comment ping every second. The stream's end is the host's end.
+async fn commands(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    let attached = state.live.attach(&id)?;
+    let guard = attached.guard;
+    let ready = Event::default().event("ready").data("{}");
+    let commands = UnboundedReceiverStream::new(attached.commands).map(move |command| {
+        let _alive = &guard;
+        Event::default()
+            .event("command")
+            .data(json::to_compact(&command))
+    });
+    let mut shutdown = state.shutdown.clone();
+    let stopped = async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+    };
+    let stream = stream::once(async { ready })
+        .chain(commands)
+        .take_until(Box::pin(stopped))
+        .map(Ok::<_, Infallible>);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(live::PING).text("ping"))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CommandResult {
+    session_id: String,
+    result: Value,
+}
+
+/// `POST /api/host/:id/commands/:cid/result` `{sessionId, result}` → 204.
+async fn command_result(
+    State(state): State<AppState>,
+    Path((id, cid)): Path<(String, String)>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: CommandResult = parse(body, "command result")?;
+    state
+        .live
+        .complete(&id, &message.session_id, &cid, message.result)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FactsMessage {
+    session_id: String,
+    facts: PiFacts,
+}
+
+/// `POST /api/host/:id/facts` `{sessionId, facts}` → 204: model, thinking level, tools, leaf.
+async fn facts(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: FactsMessage = parse(body, "facts")?;
+    state
+        .live
+        .with_host(&id, &message.session_id, |h| h.update_facts(message.facts))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Bye {
+    session_id: String,
+}
+
+/// `POST /api/host/:id/bye` `{sessionId}` → 204: the session ended.
+async fn bye(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: Bye = parse(body, "bye")?;
+    state.live.bye(&id, &message.session_id)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-turn prompt path
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TurnMessage {
+    session_id: String,
+    #[serde(default)]
+    prompt: String,
+    clock: Clock,
+    facts: PiFacts,
+}
+
+fn errors_of(diagnostics: &[Diagnostic]) -> Vec<&Diagnostic> {
+    diagnostics
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .collect()
+}
+
+/// The one-line reason a turn was stopped.
+fn abort_message(key: &str, errors: &[&Diagnostic]) -> String {
+    let first = errors.first().map_or(String::new(), |d| {
+        let mut text = d.message.clone();
+        if let Some(item) = &d.item_id {
+            text = format!("item {item}: {text}");
+        }
+        text
+    });
+    let more = match errors.len() {
+        0 | 1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    format!("pi-forge: Preset {key} did not compile, so nothing was sent to the model: {first}{more}")
+}
+
+/// The active Preset of host `id` and the facts to compile it with.
+fn live_stack(
+    state: &ServerState,
+    id: &str,
+    session_id: &str,
+    update: impl FnOnce(&mut live::HostView<'_>),
+) -> ApiResult<(Option<String>, forge_core::runtime::RuntimeSnapshot)> {
+    let clock = local_clock();
+    Ok(state.live.with_host(id, session_id, |h| {
+        update(h);
+        (h.active_stack().map(str::to_string), h.runtime(clock))
+    })?)
+}
+
+/// `POST /api/host/:id/turn` `{sessionId, prompt, clock, facts}` (from `before_agent_start`) →
+/// `{active:false}` without a Preset; else `{active:true, stackId, systemPrompt, activeTools,
+/// finalizeRules, diagnostics}`, or `{active:true, stackId, abort, diagnostics}` when the Preset
+/// does not compile (the extension then aborts the turn: nothing is sent).
+async fn turn(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: TurnMessage = parse(body, "turn")?;
+    let clock = message.clock;
+    let (key, runtime) = live_stack(&state, &id, &message.session_id, |h| {
+        h.update_facts(message.facts);
+        h.set_clock(clock);
+    })?;
+    let Some(key) = key else {
+        return Ok(ok_json(&json!({ "active": false })));
+    };
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = stack_entry(&snapshot, &key) else {
+        return Ok(ok_json(&json!({
+            "active": true,
+            "stackId": key,
+            "abort": format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model. Choose another Preset or run `/forge preset off`."),
+            "diagnostics": [],
+        })));
+    };
+    let stack = entry.parsed.stack.clone();
+    let load_diagnostics = entry.diagnostics.clone();
+    let prompt = message.prompt;
+    let label = key.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let macros = MacroRegistry::new();
+        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        input.stack_key = Some(label.clone());
+        input.latest_user_message = Some(prompt);
+        let compiled = compile::compile(&input);
+        let mut diagnostics = load_diagnostics;
+        diagnostics.extend(compiled.diagnostics.iter().cloned());
+        let errors = errors_of(&diagnostics);
+        if errors.is_empty() {
+            (
+                Some(compiled.selected_tools.clone()),
+                json!({
+                    "active": true,
+                    "stackId": label,
+                    "systemPrompt": compiled.system_prompt,
+                    "activeTools": compiled.selected_tools,
+                    "finalizeRules": compiled.finalize_rules,
+                    "diagnostics": diagnostics,
+                }),
+            )
+        } else {
+            let abort = abort_message(&label, &errors);
+            (
+                None,
+                json!({
+                    "active": true,
+                    "stackId": label,
+                    "abort": abort,
+                    "diagnostics": diagnostics,
+                }),
+            )
+        }
+    })
+    .await?;
+    if let (Some(tools), answer) = &answer {
+        let tools = tools.clone();
+        // Only for the same host and session; a vanished host makes this a no-op.
+        let _ = state
+            .live
+            .with_host(&id, &message.session_id, |h| h.set_applied_tools(tools));
+        return Ok(ok_json(answer));
+    }
+    Ok(ok_json(&answer.1))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ContextMessage {
+    session_id: String,
+    messages: Vec<Value>,
+}
+
+/// `POST /api/host/:id/context` `{sessionId, messages}` (the first provider request of a user
+/// prompt) → `{}` without a Preset, else `{messages}` compiled by the active Preset, or
+/// `{abort}`.
+async fn context(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: ContextMessage = parse(body, "context")?;
+    let (key, runtime) = live_stack(&state, &id, &message.session_id, |h| {
+        h.set_messages(message.messages)
+    })?;
+    let Some(key) = key else {
+        return Ok(ok_json(&json!({})));
+    };
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = stack_entry(&snapshot, &key) else {
+        return Ok(ok_json(&json!({
+            "abort": format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model."),
+        })));
+    };
+    let stack = entry.parsed.stack.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let macros = MacroRegistry::new();
+        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        input.stack_key = Some(key.clone());
+        let compiled = compile::compile(&input);
+        let errors = errors_of(&compiled.diagnostics);
+        if errors.is_empty() {
+            json!({ "messages": compiled.message_values() })
+        } else {
+            json!({ "abort": abort_message(&key, &errors) })
+        }
+    })
+    .await?;
+    Ok(ok_json(&answer))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FinalizeMessage {
+    session_id: String,
+    message: Value,
+}
+
+/// `POST /api/host/:id/finalize` `{sessionId, message}` (from `message_end`) → `{message}` when
+/// the active Preset's finalize rules changed it, else `{}`.
+async fn finalize(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: FinalizeMessage = parse(body, "finalize")?;
+    let (key, _) = live_stack(&state, &id, &message.session_id, |_| {})?;
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = key.as_deref().and_then(|k| stack_entry(&snapshot, k)) else {
+        return Ok(ok_json(&json!({})));
+    };
+    let (rules, _) = rewrite::rules_from_config(entry.parsed.stack.regex.as_ref());
+    Ok(ok_json(&match rewrite::finalize(&rules, &message.message) {
+        Some((message, diagnostics)) => json!({ "message": message, "diagnostics": diagnostics }),
+        None => json!({}),
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands the browser sends to the live session
+
+/// Makes `key` (or no Preset) the live session's active Preset: Pi records it as a session
+/// entry; leaving a Preset restores the tools that were active before it.
+pub async fn set_live_stack(state: &ServerState, key: Option<String>) -> ApiResult<Value> {
+    let baseline = state
+        .live
+        .with_live(|h| h.baseline_tools().to_vec())
+        .map_err(ApiError::from)?;
+    let mut body = Map::new();
+    body.insert(
+        "entries".into(),
+        json!([{
+            "customType": STACK_STATE_TYPE,
+            "data": session::stack_state_data(key.as_deref()),
+        }]),
+    );
+    body.insert(
+        "activeStackId".into(),
+        key.clone().map_or(Value::Null, Value::String),
+    );
+    if key.is_none() {
+        body.insert("tools".into(), json!(baseline));
+    }
+    let result = state.live.command("setStack", body).await?;
+    command_ok(&result)?;
+    state.live.with_live(|h| h.set_active_stack(key))?;
+    Ok(result)
+}
+
+/// A command result `{ok:false, error}` as a 502 with Pi's words.
+pub fn command_ok(result: &Value) -> ApiResult<()> {
+    if result.get("ok").and_then(Value::as_bool) == Some(true) {
+        return Ok(());
+    }
+    let error = result
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("Pi did not say why.");
+    Err(ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "host_refused",
+        format!("The live Pi session could not carry out the change: {error}"),
+    )
+    .with_details(result.clone()))
+}
+
+/// The body limit of host routes, for docs and tests.
+pub const LIMIT: usize = HOST_BODY_LIMIT;
