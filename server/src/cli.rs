@@ -11,6 +11,7 @@ Examples:
   pi-forge fingerprint .pi/forge/prompt-stacks/reviewer.json
   pi-forge preview reviewer           show the system prompt and messages a stack produces
   pi-forge ui                         open the editor for this project in your browser
+  pi-forge pi install                 make /forge work inside Pi (installs the bridge extension)
   pi-forge import sillytavern Preset.json --character-id 100001 --dry-run
 
 Resources live in <project>/.pi/forge/ (prompt-stacks/, agent-profiles/, capabilities/,
@@ -129,6 +130,11 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         #[arg(long)]
         demo: bool,
     },
+    /// Connect pi-forge to Pi: install the bridge extension that makes `/forge` work in Pi.
+    Pi {
+        #[command(subcommand)]
+        action: PiAction,
+    },
     /// Convert another tool's prompt preset into a prompt stack.
     Import {
         #[command(subcommand)]
@@ -146,6 +152,26 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         /// Print JSON (the default; kept for symmetry).
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PiAction {
+    /// Write the bridge extension to Pi's global extensions folder (upgrades in place).
+    #[command(
+        after_help = "The folder is $PI_CODING_AGENT_DIR/extensions/pi-forge, else \
+~/.pi/agent/extensions/pi-forge; Pi loads it in every new session without project trust. The \
+folder is also a Pi package, so `pi install <folder>` works too. The extension finds this binary \
+through PI_FORGE_BIN, else the path recorded now, else PATH.\n\nExamples:\n  pi-forge pi install\n  \
+pi -e \"$(pi-forge pi install --print-path)\"   load it for one run"
+    )]
+    Install {
+        /// Install into this folder instead of Pi's global extensions folder.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print only the path of the installed extension (usable with `pi -e`).
+        #[arg(long)]
+        print_path: bool,
     },
 }
 

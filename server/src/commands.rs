@@ -1,7 +1,7 @@
 //! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui`, `ui stop`,
 //! `import` and `bench`.
 
-use crate::cli::{Cli, Command, ImportSource, ListKind, UiAction, WorkspaceArgs};
+use crate::cli::{Cli, Command, ImportSource, ListKind, PiAction, UiAction, WorkspaceArgs};
 use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
@@ -65,6 +65,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 restart,
             })
         }
+        Command::Pi {
+            action: PiAction::Install { dir, print_path },
+        } => crate::pi_install::run(dir.as_deref(), print_path),
         Command::Import {
             source:
                 ImportSource::Sillytavern {

@@ -137,7 +137,7 @@ pub struct Hello {
     pub extension_version: String,
     pub pi_version: String,
     pub mode: String,
-    #[serde(default)]
+    #[serde(default, rename = "hasUI")]
     pub has_ui: bool,
     pub cwd: String,
     pub session_id: String,

@@ -8,6 +8,7 @@ mod http;
 mod import;
 mod live;
 mod paths;
+mod pi_install;
 mod preview;
 mod state;
 mod ui;
