@@ -6,6 +6,8 @@
 //!   changed something (see `state.rs`);
 //! - `event: resync` with `{type:"resync", generation}` when this stream fell behind and missed
 //!   changes: refetch everything;
+//! - `event: live` with the live Pi session's view (`GET /api/live`) right after `ready` and on
+//!   every change: connect, disconnect, model, thinking level, active Preset;
 //! - a `: keepalive` comment every 15 seconds.
 //!
 //! `EventSource` cannot send headers, so the session cookie authenticates the stream.
@@ -21,9 +23,9 @@ use axum::routing::get;
 use axum::Router;
 use forge_core::json;
 use futures_util::stream::{self, StreamExt as _};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 
 use super::AppState;
 
@@ -59,8 +61,10 @@ async fn events(State(state): State<AppState>) -> Response {
     let stopped = async move {
         let _ = shutdown.wait_for(|stop| *stop).await;
     };
+    let live_event = |view: Value| Event::default().event("live").data(json::to_compact(&view));
+    let live = WatchStream::new(state.live.watch()).map(live_event);
     let stream = stream::once(async { ready })
-        .chain(updates)
+        .chain(stream::select(updates, live))
         .take_until(Box::pin(stopped))
         .map(Ok::<_, Infallible>);
     let mut response = Sse::new(stream)

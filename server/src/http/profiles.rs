@@ -1,9 +1,10 @@
 //! `/api/profiles`: agent profiles — collection, read, create, save, delete, fork, validate,
-//! preview and status.
+//! preview, status and apply.
 //!
-//! Without a live Pi session nothing can be applied: previews describe what a profile *would* set
-//! (model, thinking level, stack, the tools that stack leaves active on Pi's built-in tools) and
-//! `current` is pi-forge's own state (the stack chosen with activate, no model).
+//! Previews describe what a profile would set (model, thinking level, stack, the tools that stack
+//! leaves active). With a live Pi session they use its facts and `current` is the session's model,
+//! thinking level and Preset; without one they use Pi's built-in tools and `current` is empty.
+//! `apply` sends the whole change to the live session in one command.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -14,6 +15,7 @@ use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{counts, Diagnostic};
 use forge_core::id::{parse_stack_choice, Scope, StackChoice};
 use forge_core::profile;
+use forge_core::session::{self, LiveChoice, STACK_STATE_TYPE};
 use forge_core::stack::PromptStack;
 use forge_core::workspace::service::{self, Kind};
 use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, WorkspaceSnapshot};
@@ -26,6 +28,7 @@ use super::views::{profile_view, with_etag};
 use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
+use super::host::command_ok;
 use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
@@ -36,6 +39,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/profiles/{sel}", get(read).put(save).delete(remove))
         .route("/api/profiles/{sel}/fork", post(fork))
         .route("/api/profiles/{sel}/preview", post(preview))
+        .route("/api/profiles/{sel}/apply", post(apply))
 }
 
 /// The tools active after `stack`'s policy on pi-forge's stand-in runtime.
@@ -46,7 +50,7 @@ fn effective_tools(state: &ServerState, stack: Option<&PromptStack>) -> Vec<Stri
     compile::compile(&input).selected_tools
 }
 
-/// `current`: what pi-forge itself has selected (no live session: no model, no thinking level).
+/// `current`: the live session's model, thinking level and Preset (all null without one).
 fn current(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
     let active = state.active_id();
     let stack = active
@@ -56,12 +60,35 @@ fn current(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
             _ => None,
         })
         .map(|e| &e.parsed.stack);
+    let choice = state.live.with_live(|h| h.choice()).unwrap_or_default();
     json!({
-        "model": Value::Null,
-        "thinkingLevel": Value::Null,
+        "model": choice.model.as_ref().map(|m| m.to_value()),
+        "thinkingLevel": choice.thinking_level,
         "promptStack": active,
         "effectiveTools": effective_tools(state, stack),
     })
+}
+
+/// `lastApplied` of the live session: the provenance with source state and drift, or null.
+fn last_applied(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+    let Ok((Some(provenance), choice)) = state
+        .live
+        .with_live(|h| (h.provenance().cloned(), h.choice()))
+    else {
+        return Value::Null;
+    };
+    let source_path = provenance.get("sourcePath").and_then(Value::as_str);
+    let source = snapshot
+        .profiles
+        .iter()
+        .find(|e| Some(e.path.as_str()) == source_path)
+        .map(|e| &e.parsed.profile);
+    let mut view = session::last_applied(&provenance, source, &choice);
+    let drifted = session::drifted(&view);
+    if let Value::Object(map) = &mut view {
+        map.insert("drifted".into(), json!(drifted));
+    }
+    view
 }
 
 /// What applying `entry` would set, and whether it could be applied.
@@ -95,7 +122,7 @@ fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
             "toolPolicy": policy,
         },
         "applicable": entry.usable() && resolves,
-        "liveHost": false,
+        "liveHost": state.live.connected(),
         "diagnostics": diagnostics,
     })
 }
@@ -103,15 +130,15 @@ fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
 fn entry_view(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
     let mut map = profile_view(entry, snapshot);
     map.insert("preview".into(), preview_of(state, snapshot, entry));
-    map.insert("lastApplied".into(), Value::Null);
+    map.insert("lastApplied".into(), last_applied(state, snapshot));
     Value::Object(map)
 }
 
 fn status_view(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
     json!({
-        "liveHost": false,
+        "liveHost": state.live.connected(),
         "current": current(state, snapshot),
-        "lastApplied": Value::Null,
+        "lastApplied": last_applied(state, snapshot),
     })
 }
 
@@ -372,4 +399,110 @@ async fn preview(
     })
     .await?;
     Ok(ok_json(&view))
+}
+
+/// `POST /api/profiles/:sel/apply` → the live Pi session switches model, thinking level, Preset
+/// and tools in one command and records the provenance. `{ok, profileId, applied, notes}`;
+/// 400 `not_applicable` when preflight fails (nothing changes), 503 `no_live_session`, 502
+/// `host_refused` when Pi refuses (e.g. no credentials for the model; nothing changes then).
+async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?.clone();
+    let profile = entry.parsed.profile.clone();
+    let preview = preview_of(&state, &snapshot, &entry);
+    if preview.get("applicable").and_then(Value::as_bool) != Some(true) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "not_applicable",
+            format!(
+                "Profile {} failed preflight; runtime state was not changed.",
+                entry.key
+            ),
+        )
+        .with_details(json!({ "diagnostics": preview["diagnostics"] })));
+    }
+    if !state.live.connected() {
+        return Err(crate::live::LiveError::NoLiveSession.into());
+    }
+    let stack_key = preview["target"]["promptStack"].as_str().map(str::to_string);
+    let tools = preview["target"]["effectiveTools"].clone();
+    let mut body = Map::new();
+    body.insert("model".into(), profile.model.to_value());
+    body.insert(
+        "thinkingLevel".into(),
+        Value::from(profile.thinking_level.as_str()),
+    );
+    body.insert("tools".into(), tools.clone());
+    body.insert("activeStackId".into(), json!(stack_key));
+    body.insert(
+        "entries".into(),
+        json!([{
+            "customType": STACK_STATE_TYPE,
+            "data": session::stack_state_data(stack_key.as_deref()),
+        }]),
+    );
+    let result = state.live.command("applyProfile", body).await?;
+    command_ok(&result)?;
+    let used_thinking = result
+        .get("thinkingLevel")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let applied_model = result
+        .get("model")
+        .cloned()
+        .unwrap_or_else(|| profile.model.to_value());
+    let active_tools = result.get("activeTools").cloned().unwrap_or(Value::Null);
+    let mut notes = Vec::new();
+    if used_thinking.as_deref() != Some(profile.thinking_level.as_str()) {
+        notes.push(format!(
+            "Thinking level {} is not available for {}/{}; Pi uses {}.",
+            profile.thinking_level,
+            profile.model.provider,
+            profile.model.id,
+            used_thinking.as_deref().unwrap_or("none")
+        ));
+    }
+    if let (Some(wanted), Some(got)) = (tools.as_array(), active_tools.as_array()) {
+        for tool in wanted.iter().filter(|t| !got.contains(t)) {
+            notes.push(format!(
+                "Tool {} is not registered in Pi and was not activated.",
+                tool.as_str().unwrap_or_default()
+            ));
+        }
+    }
+    let applied = LiveChoice {
+        model: Some(profile.model.clone()),
+        thinking_level: used_thinking.clone(),
+        prompt_stack: stack_key.clone(),
+    };
+    let provenance = session::provenance(
+        &profile,
+        entry.key.scope,
+        &entry.path,
+        &chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+        &applied,
+    );
+    let mut record = Map::new();
+    record.insert(
+        "entries".into(),
+        json!([{ "customType": session::PROFILE_STATE_TYPE, "data": { "provenance": provenance } }]),
+    );
+    command_ok(&state.live.command("appendEntries", record).await?)?;
+    state.live.with_live(|h| {
+        h.set_active_stack(stack_key.clone());
+        h.set_provenance(Some(provenance.clone()));
+    })?;
+    Ok(ok_json(&json!({
+        "ok": true,
+        "profileId": entry.key.to_string(),
+        "applied": {
+            "model": applied_model,
+            "thinkingLevel": used_thinking,
+            "promptStack": stack_key,
+            "activeTools": active_tools,
+        },
+        "notes": notes,
+    })))
 }
