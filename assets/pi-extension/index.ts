@@ -369,12 +369,15 @@ export default function piForge(pi: ExtensionAPI) {
 		c.stream.abort();
 	});
 
-	for (const name of ["model_select", "thinking_level_select", "session_compact", "turn_start"] as const) {
-		pi.on(name, async (_event: unknown, ctx: ExtensionContext) => {
-			ctxNow = ctx;
-			await postFacts(ctx);
-		});
-	}
+	// Facts that change during a session: model, thinking level, compaction, tool drift.
+	const refresh = async (_event: unknown, ctx: ExtensionContext) => {
+		ctxNow = ctx;
+		await postFacts(ctx);
+	};
+	pi.on("model_select", refresh);
+	pi.on("thinking_level_select", refresh);
+	pi.on("session_compact", refresh);
+	pi.on("turn_start", refresh);
 
 	pi.on("agent_settled", () => {
 		const waiters = idleWaiters;

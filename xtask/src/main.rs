@@ -23,7 +23,8 @@ USAGE:
     cargo xtask <COMMAND> [ARGS]
 
 COMMANDS:
-    setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium
+    setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
+                     Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
     dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz)
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
@@ -148,7 +149,35 @@ impl Ctx {
     fn wasm_opt(&self) -> PathBuf {
         self.tools_dir().join("node_modules/.bin/wasm-opt")
     }
+
+    /// `$PI_FORGE_TOOLS_DIR`, else `$XDG_CACHE_HOME/pi-forge/tools`, else
+    /// `~/.cache/pi-forge/tools`, plus `pi-1.6.0` (the e2e tests look in the same place).
+    fn pi_tools_dir(&self) -> Result<PathBuf> {
+        let base = match (
+            env::var_os("PI_FORGE_TOOLS_DIR").filter(|v| !v.is_empty()),
+            env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()),
+            env::var_os("HOME").filter(|v| !v.is_empty()),
+        ) {
+            (Some(dir), _, _) => PathBuf::from(dir),
+            (None, Some(cache), _) => PathBuf::from(cache).join("pi-forge/tools"),
+            (None, None, Some(home)) => PathBuf::from(home).join(".cache/pi-forge/tools"),
+            _ => {
+                return fail_with_hint(
+                    "cannot find a cache folder for the Pi tools",
+                    "set PI_FORGE_TOOLS_DIR (or HOME)",
+                )
+            }
+        };
+        Ok(base.join(PI_TOOLS_NAME))
+    }
 }
+
+/// Folder name of the pinned Pi tools inside the tools cache.
+const PI_TOOLS_NAME: &str = "pi-1.6.0";
+/// Node 22 inside that folder.
+const PI_NODE: &str = "node_modules/node/bin/node";
+/// Pi's CLI inside that folder.
+const PI_CLI: &str = "node_modules/@earendil-works/pi-coding-agent/dist/cli.js";
 
 // ---------------------------------------------------------------------------------------------
 // setup
@@ -172,6 +201,7 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     ensure_npm_tools(ctx)?;
     if scope == Setup::All {
         ensure_chromium()?;
+        ensure_pi_tools(ctx)?;
     }
     Ok(Tools { wasm_bindgen })
 }
@@ -307,11 +337,42 @@ fn locked_version(lock: &Path, package: &str) -> Result<String> {
 }
 
 fn ensure_npm_tools(ctx: &Ctx) -> Result {
-    let tools = ctx.tools_dir();
-    let stamp_path = tools.join("node_modules/.pi-forge-stamp");
+    npm_ci_stamped(&ctx.tools_dir(), &ctx.tools_dir(), &ctx.wasm_opt(), "tools/")
+}
+
+/// Node 22, Pi 1.6.0 and TypeScript, pinned by tools/pi/package-lock.json and installed into a
+/// cache folder outside the checkout (fresh clones on this machine reuse it).
+fn ensure_pi_tools(ctx: &Ctx) -> Result {
+    let dir = ctx.pi_tools_dir()?;
+    create_dir(&dir)?;
+    for name in ["package.json", "package-lock.json"] {
+        let from = ctx.root.join("tools/pi").join(name);
+        let bytes = fs::read(&from).map_err(|e| io_failure("read", &from, e))?;
+        let to = dir.join(name);
+        if fs::read(&to).ok().as_deref() != Some(bytes.as_slice()) {
+            write_file(&to, &bytes)?;
+        }
+    }
+    npm_ci_stamped(&dir, &dir, &dir.join(PI_CLI), "Node 22 + Pi 1.6.0")?;
+    let node = dir.join(PI_NODE);
+    let version = capture(Command::new(&node).arg("--version"))?;
+    if !version.starts_with("v22.") {
+        return fail(format!(
+            "{} is {}, not Node 22",
+            node.display(),
+            version.trim()
+        ));
+    }
+    Ok(())
+}
+
+/// `npm ci` in `install_dir` (holding package.json and package-lock.json copied from
+/// `source_dir`) unless its stamp matches those files and `check` exists.
+fn npm_ci_stamped(source_dir: &Path, install_dir: &Path, check: &Path, label: &str) -> Result {
+    let stamp_path = install_dir.join("node_modules/.pi-forge-stamp");
     let mut inputs = Vec::new();
     for name in ["package.json", "package-lock.json"] {
-        let path = tools.join(name);
+        let path = source_dir.join(name);
         inputs.extend(fs::read(&path).map_err(|e| Failure {
             message: format!("cannot read {}: {e}", path.display()),
             hint: None,
@@ -319,27 +380,60 @@ fn ensure_npm_tools(ctx: &Ctx) -> Result {
     }
     let stamp = format!("{:016x}\n", fnv1a(&inputs));
     let current = fs::read_to_string(&stamp_path).unwrap_or_default();
-    if current == stamp && ctx.wasm_opt().is_file() {
-        skipped("tools/node_modules matches tools/package-lock.json");
+    if current == stamp && check.is_file() {
+        skipped(&format!(
+            "{label} in {} matches its package-lock.json",
+            install_dir.display()
+        ));
         return Ok(());
     }
-    step("installing pinned npm tools in tools/ (npm ci)");
+    step(&format!(
+        "installing pinned npm packages for {label} in {} (npm ci)",
+        install_dir.display()
+    ));
     run(Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&tools))
+        .current_dir(install_dir))
     .map_err(|f| {
         with_hint(
             f,
             "install Node.js and npm (Debian: `apt-get install -y nodejs npm`), then rerun `cargo xtask setup`",
         )
     })?;
-    if !ctx.wasm_opt().is_file() {
-        return fail(format!(
-            "npm ci finished but {} is missing",
-            ctx.wasm_opt().display()
-        ));
+    if !check.is_file() {
+        return fail(format!("npm ci finished but {} is missing", check.display()));
     }
     write_file(&stamp_path, stamp.as_bytes())
+}
+
+/// Type-checks the Pi extension against Pi 1.6.0's own `.d.ts` (strict TypeScript).
+fn check_extension(ctx: &Ctx) -> Result {
+    let tools = ctx.pi_tools_dir()?;
+    let dir = ctx.root.join("target/pi-extension-check");
+    remove_dir_if_exists(&dir)?;
+    create_dir(&dir)?;
+    for name in ["index.ts", "package.json"] {
+        let from = ctx.root.join("assets/pi-extension").join(name);
+        let bytes = fs::read(&from).map_err(|e| io_failure("read", &from, e))?;
+        write_file(&dir.join(name), &bytes)?;
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(tools.join("node_modules"), dir.join("node_modules"))
+        .map_err(|e| io_failure("link", &dir.join("node_modules"), e))?;
+    write_file(
+        &dir.join("tsconfig.json"),
+        br#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"ES2023","lib":["ES2023"],"module":"NodeNext","moduleResolution":"NodeNext","skipLibCheck":true,"types":["node"],"noUnusedLocals":true,"noUnusedParameters":true},"files":["index.ts"]}"#,
+    )?;
+    run(Command::new(tools.join(PI_NODE))
+        .arg(tools.join("node_modules/typescript/bin/tsc"))
+        .args(["-p", "tsconfig.json"])
+        .current_dir(&dir))
+    .map_err(|f| {
+        with_hint(
+            f,
+            "fix assets/pi-extension/index.ts (the errors name lines of that file's copy in target/pi-extension-check)",
+        )
+    })
 }
 
 fn ensure_chromium() -> Result {
@@ -583,6 +677,7 @@ fn ci(ctx: &Ctx) -> Result {
     // Host builds and tests select the default members (no `--workspace`): that flag would
     // add forge-web and compile Leptos for the host, and the e2e tests build pi-forge with
     // the same selection so cargo's feature unification matches (see e2e/tests/support).
+    stage("pi extension type check (tsc, Pi 1.6.0 .d.ts)", &mut || check_extension(ctx))?;
     stage("clippy", &mut || {
         run(ctx
             .cargo()
