@@ -1327,11 +1327,20 @@ fn tools_slot_formats_and_only_with_snippets() {
         .unwrap(),
         "Available tools:\n- read: Read files."
     );
-    // An empty snippet counts as missing.
-    rt.tools = vec![tool("read", Some(""))];
+    // Issue 19: an empty snippet is a snippet (the original prints it); only an absent one is
+    // missing. `onlyWithSnippets` leaves it out, as the original's `!!snippet` does.
+    rt.tools = vec![tool("read", Some("")), tool("bash", None)];
     assert_eq!(
         slot_output(&rt, "tools", json!({"format": "plain"})).unwrap(),
-        "Available tools:\n- read: No prompt snippet provided."
+        "Available tools:\n- read: \n- bash: No prompt snippet provided."
+    );
+    assert_eq!(
+        slot_output(&rt, "tools", json!({})).unwrap(),
+        "<available_tools>\n  <tool name=\"read\"></tool>\n  <tool name=\"bash\">No prompt snippet provided.</tool>\n</available_tools>"
+    );
+    assert_eq!(
+        slot_output(&rt, "tools", json!({"onlyWithSnippets": true})).unwrap(),
+        "<available_tools>\n  (none)\n</available_tools>"
     );
 }
 
@@ -2139,4 +2148,196 @@ fn preview_hash_matches_context_diff_vectors() {
     use forge_core::compile::preview::hash_role_text;
     assert_eq!(hash_role_text("user", "Hello"), "f89e5ea6");
     assert_eq!(hash_role_text("system", "System prompt"), "57362e4d");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Issue 19: differences from the original found by differential testing
+
+fn system_rules_run(content: &str, rules: Value) -> Compiled {
+    let s = stack_from(json!({
+        "regex": {"rules": rules},
+        "items": [sys("s", content), history("h", json!({}))]
+    }));
+    run(&s, &runtime_r())
+}
+
+#[test]
+fn counted_quantifiers_match_as_in_the_original() {
+    let compiled = system_rules_run(
+        "aaa ab ab 1234 x",
+        json!([
+            {"id": "a2", "stage": "compiled", "targets": ["system"], "pattern": "a{2,}", "flags": "g", "replace": "[A]"},
+            {"id": "d4", "stage": "compiled", "targets": ["system"], "pattern": "\\d{4}", "flags": "g", "replace": "[D]"}
+        ]),
+    );
+    assert_eq!(compiled.system_prompt, "[A] ab ab [D] x");
+    assert_eq!(
+        infos(&compiled),
+        [
+            "I Regex rule a2 matched 1 time(s) and changed 1 text segment(s) in compiled/system.",
+            "I Regex rule d4 matched 1 time(s) and changed 1 text segment(s) in compiled/system."
+        ]
+    );
+    for (pattern, expected) in [
+        ("(ab){2,}", "xx [G]aabc"),
+        ("a{1,3}", "xx [G]b[G]b[G]bc"),
+        ("a{10}", "xx ababaabc"),
+        ("b{1}a", "xx a[G][G]abc"),
+        ("x{2}", "[G] ababaabc"),
+        ("ab{0,}a", "xx [G]b[G]bc"),
+    ] {
+        let compiled = system_rules_run(
+            "xx ababaabc",
+            json!([{"id": "r", "stage": "compiled", "targets": ["system"], "pattern": pattern, "flags": "g", "replace": "[G]"}]),
+        );
+        assert_eq!(compiled.system_prompt, expected, "{pattern}");
+    }
+}
+
+#[test]
+fn counted_quantifiers_match_in_history_rules() {
+    let mut rt = runtime_r();
+    rt.messages = vec![u("call 5551234 now"), a(json!([text("zzz and z")]))];
+    let s = stack_from(json!({
+        "regex": {"rules": [
+            {"id": "phone", "stage": "history", "pattern": "\\d{3}\\d{4}", "flags": "g", "replace": "[phone]"},
+            {"id": "zs", "stage": "history", "pattern": "z{2,}", "flags": "g", "replace": "Z"}
+        ]},
+        "items": [history("h", json!({}))]
+    }));
+    let compiled = run(&s, &rt);
+    assert_eq!(texts(&compiled), ["call [phone] now", "Z and z"]);
+}
+
+#[test]
+fn code_point_escape_without_u_flag_is_annex_b_identity_escape() {
+    let rule = |flags: &str| json!([{"id": "e", "stage": "compiled", "targets": ["system"], "pattern": "\\u{1F600}", "flags": flags, "replace": "[E]"}]);
+    assert_eq!(
+        system_rules_run("a😀b xu{1F600}", rule("g")).system_prompt,
+        "a😀b x[E]"
+    );
+    assert_eq!(
+        system_rules_run("a😀b xu{1F600}", rule("gu")).system_prompt,
+        "a[E]b xu{1F600}"
+    );
+    // `\u{3}` without `u` repeats the `u`.
+    let compiled = system_rules_run(
+        "uu uuu u{3}",
+        json!([{"id": "e", "stage": "compiled", "targets": ["system"], "pattern": "\\u{3}", "flags": "g", "replace": "[E]"}]),
+    );
+    assert_eq!(compiled.system_prompt, "uu [E] u{3}");
+    // In a class the escape is `u`, `{`, `4`, `1`, `}`.
+    let compiled = system_rules_run(
+        "A u{41}",
+        json!([{"id": "e", "stage": "compiled", "targets": ["system"], "pattern": "[\\u{41}]", "flags": "g", "replace": "."}]),
+    );
+    assert_eq!(compiled.system_prompt, "A .....");
+}
+
+/// `[U q, A(text, call c1), R c2, U last]`: the call has no result and the result no call.
+fn dangling_host() -> Vec<Value> {
+    vec![
+        u("q"),
+        a(json!([text("t"), call("c1")])),
+        result("c2"),
+        u("last"),
+    ]
+}
+
+const REPAIRED_ONE_AND_ONE: &str = "I [h] Repaired tool history after chat-history filtering: removed 1 dangling tool call(s), dropped 1 dangling tool result message(s).";
+
+#[test]
+fn role_filter_that_removes_nothing_still_repairs_tool_pairs() {
+    let host = dangling_host();
+    let compiled = history_run(
+        json!({"roles": ["user", "assistant", "toolResult"]}),
+        host.clone(),
+    );
+    assert_eq!(
+        compiled.message_values(),
+        [host[0].clone(), a(json!([text("t")])), host[3].clone()]
+    );
+    assert_eq!(infos(&compiled), [REPAIRED_ONE_AND_ONE]);
+}
+
+#[test]
+fn summary_filter_with_roles_repairs_tool_pairs() {
+    let mut host = dangling_host();
+    host.insert(
+        0,
+        json!({"role": "compactionSummary", "summary": "s", "timestamp": 0}),
+    );
+    let compiled = history_run(
+        json!({"includeSummaries": false, "roles": ["user", "assistant", "toolResult"]}),
+        host.clone(),
+    );
+    assert_eq!(
+        compiled.message_values(),
+        [host[1].clone(), a(json!([text("t")])), host[4].clone()]
+    );
+    assert_eq!(
+        infos(&compiled),
+        [
+            "I [h] Filtered 1 chat-history message(s) by summary.",
+            REPAIRED_ONE_AND_ONE
+        ]
+    );
+}
+
+#[test]
+fn tool_result_without_a_string_id_is_dangling() {
+    for bad in [json!(null), json!(""), json!(7), json!({"id": "c1"})] {
+        let mut orphan = result("c1");
+        orphan["toolCallId"] = bad.clone();
+        let host = vec![u("q"), a(json!([text("t"), call("c1")])), orphan, u("last")];
+        let compiled = history_run(
+            json!({"roles": ["user", "assistant", "toolResult"]}),
+            host.clone(),
+        );
+        assert_eq!(
+            compiled.message_values(),
+            [host[0].clone(), a(json!([text("t")])), host[3].clone()],
+            "{bad}"
+        );
+        assert_eq!(infos(&compiled), [REPAIRED_ONE_AND_ONE], "{bad}");
+    }
+    // A missing `toolCallId` falls back to `id`, then `callId`: the first non-empty string.
+    let host = vec![
+        a(json!([call("c1")])),
+        json!({"role": "toolResult", "toolCallId": "", "id": 5, "callId": "c1", "content": []}),
+    ];
+    let compiled = history_run(json!({"roles": ["assistant", "toolResult"]}), host.clone());
+    assert_eq!(compiled.message_values(), host);
+    assert!(infos(&compiled).is_empty(), "{:?}", infos(&compiled));
+}
+
+#[test]
+fn without_roles_or_trims_no_repair_runs() {
+    let host = dangling_host();
+    for options in [
+        json!({}),
+        json!({"includeSummaries": false}),
+        json!({"roles": []}),
+        json!({"maxMessages": 10}),
+    ] {
+        let compiled = history_run(options.clone(), host.clone());
+        assert_eq!(compiled.message_values(), host, "{options}");
+        assert!(infos(&compiled).is_empty(), "{options}");
+    }
+}
+
+#[test]
+fn printed_objects_use_javascript_property_order() {
+    let s = stack_from(json!({
+        "schemaVersion": 2,
+        "parameters": {"obj": {"b": 1, "2": 2, "a": {"z": 0, "10": 1, "9": 2}, "01": 3, "4294967295": 4, "4294967294": 5}},
+        "items": [
+            sys("plain", "{{ parameters.obj }}"),
+            sys("json", "{{ parameters.obj | json }}"),
+            history("h", json!({}))
+        ]
+    }));
+    let compiled = run(&s, &runtime_r());
+    let expected = r#"{"2":2,"4294967294":5,"b":1,"a":{"9":2,"10":1,"z":0},"01":3,"4294967295":4}"#;
+    assert_eq!(compiled.system_prompt, format!("{expected}\n\n{expected}"));
 }

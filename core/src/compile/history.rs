@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::slots::{flag, include};
 use crate::diag::Diagnostic;
-use crate::js::{is_positive_integer, js_string};
+use crate::js::{is_positive_integer, is_string_array, js_string};
 use crate::json::utf16_len;
 use crate::message::{preview_text, role};
 
@@ -42,21 +42,26 @@ pub(crate) fn pipeline(
         }
     }
 
-    // 3. Roles.
+    // 3. Roles: a non-empty array of strings filters, and always asks for the repair (even when
+    // it removed nothing, the history may hold dangling calls or results).
     if let Some(roles) = options
         .and_then(|o| o.get("roles"))
+        .filter(|r| is_string_array(r))
         .and_then(Value::as_array)
     {
         if !roles.is_empty() {
             let before = messages.len();
-            messages.retain(|m| roles.iter().any(|r| r.as_str() == Some(role(m))));
+            messages.retain(|m| {
+                let role = message_role(m);
+                roles.iter().any(|r| r.as_str() == Some(role.as_ref()))
+            });
             let removed = before - messages.len();
             if removed > 0 {
                 diagnostics.push(info(format!(
                     "Filtered {removed} chat-history message(s) by role."
                 )));
-                repair = true;
             }
+            repair = true;
         }
     }
 
@@ -221,22 +226,36 @@ fn strip_parts(messages: Vec<Value>, remove: impl Fn(&str, &Value) -> bool) -> S
     out
 }
 
-fn first_id(value: &Value, keys: [&str; 3]) -> Option<String> {
-    keys.iter()
-        .filter_map(|k| value.get(*k))
-        .find(|v| !v.is_null())
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => crate::json::to_compact(other),
-        })
+/// `String(message.role ?? "")`.
+fn message_role(message: &Value) -> std::borrow::Cow<'_, str> {
+    match message.get("role") {
+        None | Some(Value::Null) => "".into(),
+        Some(Value::String(s)) => s.as_str().into(),
+        Some(other) => js_string(other).into(),
+    }
 }
 
-fn call_id(part: &Value) -> Option<String> {
+/// The first of `keys` whose value is a non-empty string (other values are skipped).
+fn first_id<'v>(value: &'v Value, keys: [&str; 3]) -> Option<&'v str> {
+    keys.iter()
+        .filter_map(|k| value.get(*k).and_then(Value::as_str))
+        .find(|s| !s.is_empty())
+}
+
+/// A part's call id (any object part may carry one).
+fn call_id(part: &Value) -> Option<&str> {
+    if !part.is_object() {
+        return None;
+    }
     first_id(part, ["id", "toolCallId", "callId"])
 }
 
-fn result_id(message: &Value) -> Option<String> {
+fn result_id(message: &Value) -> Option<&str> {
     first_id(message, ["toolCallId", "id", "callId"])
+}
+
+fn is_tool_result(message: &Value) -> bool {
+    message_role(message) == "toolResult"
 }
 
 /// Drops tool results without a matching call, strips calls without a matching result, and drops
@@ -246,33 +265,30 @@ fn repair_tool_pairs(
     item_id: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Value> {
+    // As the original: call ids come from every object part of every message with array
+    // content; result ids from the tool results.
     let mut call_ids: HashSet<String> = HashSet::new();
     let mut result_ids: HashSet<String> = HashSet::new();
     for message in &messages {
-        if role(message) == "toolResult" {
+        if let Some(parts) = message.get("content").and_then(Value::as_array) {
+            call_ids.extend(parts.iter().filter_map(call_id).map(str::to_string));
+        }
+        if is_tool_result(message) {
             if let Some(id) = result_id(message) {
-                result_ids.insert(id);
-            }
-        } else if let Some(parts) = message.get("content").and_then(Value::as_array) {
-            for part in parts.iter().filter(|p| part_type(p) == "toolCall") {
-                if let Some(id) = call_id(part) {
-                    call_ids.insert(id);
-                }
+                result_ids.insert(id.to_string());
             }
         }
     }
     let before = messages.len();
     let messages: Vec<Value> = messages
         .into_iter()
-        .filter(|m| {
-            role(m) != "toolResult" || result_id(m).is_some_and(|id| call_ids.contains(&id))
-        })
+        .filter(|m| !is_tool_result(m) || result_id(m).is_some_and(|id| call_ids.contains(id)))
         .collect();
     let results = before - messages.len();
     let stripped = strip_parts(messages, |role, part| {
         role != "toolResult"
             && part_type(part) == "toolCall"
-            && !call_id(part).is_some_and(|id| result_ids.contains(&id))
+            && !call_id(part).is_some_and(|id| result_ids.contains(id))
     });
     let (calls, empty) = (stripped.parts, stripped.dropped);
     if calls > 0 || results > 0 {

@@ -21,7 +21,8 @@
 //!    `model.api`, `provider`/`model` from the model, each `"unknown"` when absent.
 //! 4. **Guidelines.** "The runtime guidelines" are the selected tools' own guidelines (in tool
 //!    order) followed by `RuntimeSnapshot::prompt_guidelines`; a tool the policy removed
-//!    contributes nothing. A snippet that is an empty string counts as missing.
+//!    contributes nothing. A snippet that is an empty string is printed as it is (only an absent
+//!    one is "missing"); `onlyWithSnippets` leaves it out, as the original's `!!snippet` does.
 //! 5. **Chat history.** An info is emitted only when its count is non-zero (for tool dropping and
 //!    repair: when calls or results were removed). The role filter and the trims set the repair
 //!    flag only when they removed a message. A message is "left empty" when its content array has

@@ -97,11 +97,9 @@ pub(crate) fn render_builtin(
     Some(text)
 }
 
+/// The tool's snippet; an empty one is still a snippet (only `onlyWithSnippets` skips it).
 fn snippet<'a>(runtime: &'a RuntimeSnapshot, tool: &str) -> Option<&'a str> {
-    runtime
-        .tool(tool)
-        .and_then(|t| t.snippet.as_deref())
-        .filter(|s| !s.is_empty())
+    runtime.tool(tool).and_then(|t| t.snippet.as_deref())
 }
 
 fn tools(options: Option<&Map<String, Value>>, facts: &SlotFacts) -> String {
@@ -110,6 +108,7 @@ fn tools(options: Option<&Map<String, Value>>, facts: &SlotFacts) -> String {
         .tools
         .iter()
         .filter_map(|name| match snippet(facts.runtime, name) {
+            Some("") if only_with_snippets => None,
             Some(s) => Some((name.as_str(), s)),
             None if only_with_snippets => None,
             None => Some((name.as_str(), NO_SNIPPET)),

@@ -37,7 +37,7 @@ use crate::diag::Diagnostic;
 use crate::js::{
     is_non_negative_integer, is_positive_integer, is_string_array, js_string, js_trim,
 };
-use crate::stack::{compile_pattern, REGEX_FLAGS};
+use crate::stack::{compile_pattern, engine_pattern, REGEX_FLAGS};
 
 pub use text::{apply_to_text, TextEdit};
 
@@ -112,6 +112,8 @@ pub struct Rule {
     /// A literal every match must contain (see [`text::required_literal`]); a text without it
     /// cannot match, so the regex engine is not run on it.
     required: Option<String>,
+    /// The `i` flag: the required literal is then looked for ignoring ASCII case.
+    ignore_case: bool,
 }
 
 impl Rule {
@@ -192,7 +194,8 @@ fn read_rule(raw: &Map<String, Value>) -> Result<Option<Rule>, Diagnostic> {
         regex,
         global: flags.contains('g'),
         native_template: text::rewrite_dollar_zero(&replace),
-        required: text::required_literal(pattern, flags),
+        required: text::required_literal(&engine_pattern(pattern, flags), flags),
+        ignore_case: flags.contains('i'),
         replace,
         trim_strings: string_list(raw.get("trimStrings")),
         roles: string_list(raw.get("roles")),
@@ -252,9 +255,18 @@ struct Stats {
 }
 
 impl Rule {
-    /// A literal every match contains, if one was derived from the pattern.
-    pub(crate) fn required_literal(&self) -> Option<&str> {
+    /// A literal every match contains, if one was derived from the pattern (with the `i` flag it
+    /// is compared ignoring ASCII case). Texts without it skip the regex engine.
+    pub fn required_literal(&self) -> Option<&str> {
         self.required.as_deref()
+    }
+
+    /// The same rule without the prefilter: every text goes through the regex engine. For the
+    /// differential test that proves the prefilter changes nothing.
+    #[doc(hidden)]
+    pub fn without_prefilter(mut self) -> Rule {
+        self.required = None;
+        self
     }
 }
 

@@ -46,4 +46,4 @@ pub use crate::id::{is_valid_tool_name, MAX_TOOL_NAME_LENGTH};
 pub use regex_rules::compile_pattern;
 #[cfg(not(feature = "regex"))]
 pub use regex_rules::set_pattern_checker;
-pub use regex_rules::{check_pattern, PatternChecker, REGEX_FLAGS};
+pub use regex_rules::{check_pattern, engine_pattern, PatternChecker, REGEX_FLAGS};

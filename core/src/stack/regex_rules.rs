@@ -212,10 +212,79 @@ fn check_flags(value: Option<&Value>) -> Result<String, String> {
 }
 
 /// Compiles `pattern` with ECMAScript semantics under `flags` (a valid subset of `gimsu`).
+///
+/// The engine sees [`engine_pattern`]: the pattern with annex B's reading of `\u{` applied.
 #[cfg(feature = "regex")]
 pub fn compile_pattern(pattern: &str, flags: &str) -> Result<regress::Regex, String> {
     let engine_flags: String = flags.chars().filter(|c| *c != 'g').collect();
-    regress::Regex::with_flags(pattern, engine_flags.as_str()).map_err(|e| e.to_string())
+    regress::Regex::with_flags(&engine_pattern(pattern, flags), engine_flags.as_str())
+        .map_err(|e| e.to_string())
+}
+
+/// The pattern as the engine must read it. Without the `u` (or `v`) flag JavaScript has no
+/// code-point escape: `\u{1F600}` is the identity escape `u` followed by `{1F600}` (annex B; here
+/// literal text, while `\u{3}` repeats the `u` three times). regress reads `\u{…}` as a code
+/// point in every mode, so `\u{` becomes `u{` here. Group names (`(?<…>`, `\k<…>`) keep their
+/// escapes, which JavaScript reads in unicode mode everywhere. With `u` or `v` the pattern is
+/// returned unchanged.
+pub fn engine_pattern<'p>(pattern: &'p str, flags: &str) -> std::borrow::Cow<'p, str> {
+    use std::borrow::Cow;
+    if flags.contains('u') || flags.contains('v') || !pattern.contains("\\u{") {
+        return Cow::Borrowed(pattern);
+    }
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('u') if chars.peek() == Some(&'{') => out.push('u'),
+                Some('k') if chars.peek() == Some(&'<') && !in_class => {
+                    out.push_str("\\k");
+                    copy_name(&mut chars, &mut out);
+                }
+                Some(e) => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                None => out.push('\\'),
+            },
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '(' if !in_class => {
+                out.push('(');
+                if chars.peek() == Some(&'?') {
+                    out.push('?');
+                    chars.next();
+                    if chars.peek() == Some(&'<') {
+                        let mut ahead = chars.clone();
+                        ahead.next();
+                        if !matches!(ahead.peek(), Some('=') | Some('!')) {
+                            copy_name(&mut chars, &mut out);
+                        }
+                    }
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Copies `<name>` (up to and including the first `>`, or to the end) unchanged.
+fn copy_name(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut String) {
+    for c in chars.by_ref() {
+        out.push(c);
+        if c == '>' {
+            break;
+        }
+    }
 }
 
 /// Checks that `pattern` compiles under `flags`; the error is the engine's reason.

@@ -8,7 +8,7 @@ use super::macros::MacroContext;
 use super::parse::{Node, Predicate, Template};
 use super::{Scope, MAX_NESTING};
 use crate::js::{js_string, js_trim};
-use crate::json::{to_compact, utf16_len};
+use crate::json::{to_compact, utf16_len, write_string};
 
 /// The filters a template may use.
 pub const FILTERS: [&str; 5] = ["trim", "upper", "lower", "json", "xml"];
@@ -68,13 +68,72 @@ fn runtime_alias(name: &str) -> Option<&'static str> {
     })
 }
 
-/// Rendered text of a value: undefined → `""`, a string → itself, anything else → JSON text.
+/// Rendered text of a value: undefined → `""`, a string → itself, anything else → JSON text
+/// (see [`js_json`]).
 pub fn value_to_string(value: Option<&Value>) -> String {
     match value {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => to_compact(other),
+        Some(other) => js_json(other),
     }
+}
+
+/// `JSON.stringify(value)` of the value as a JavaScript object holds it: integer-like keys
+/// (array indexes, `"0"` to `"4294967294"` without leading zeros) come first in ascending numeric
+/// order, then the other keys in insertion order, at every level.
+pub fn js_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_js_json(&mut out, value);
+    out
+}
+
+fn write_js_json(out: &mut String, value: &Value) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_js_json(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut indexes: Vec<(u32, &String, &Value)> = map
+                .iter()
+                .filter_map(|(k, v)| array_index(k).map(|n| (n, k, v)))
+                .collect();
+            indexes.sort_by_key(|(n, _, _)| *n);
+            let named = map.iter().filter(|(k, _)| array_index(k).is_none());
+            out.push('{');
+            let entries = indexes.into_iter().map(|(_, k, v)| (k, v)).chain(named);
+            for (i, (key, item)) in entries.enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_js_json(out, item);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&to_compact(scalar)),
+    }
+}
+
+/// The key's value when it is an ECMAScript array index: the canonical decimal text of an
+/// integer from 0 to 2^32 − 2.
+fn array_index(key: &str) -> Option<u32> {
+    let bytes = key.as_bytes();
+    if bytes.is_empty() || bytes.len() > 10 || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    u32::try_from(n).ok().filter(|&n| n != u32::MAX)
 }
 
 /// Template truthiness: null/undefined false, booleans themselves, strings non-empty, numbers
@@ -111,7 +170,7 @@ fn apply_filter(name: &str, value: Value) -> Result<Value, RenderError> {
         "trim" => js_trim(&js_string(&value)).to_string(),
         "upper" => js_string(&value).to_uppercase(),
         "lower" => js_string(&value).to_lowercase(),
-        "json" => to_compact(&value),
+        "json" => js_json(&value),
         "xml" => escape_xml(&js_string(&value)),
         other => {
             return Err(RenderError::new(
