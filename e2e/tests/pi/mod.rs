@@ -1,0 +1,439 @@
+//! Real-Pi harness: Pi 1.6.0 in RPC mode with the pi-forge extension installed, against a fake
+//! OpenAI-compatible model on loopback that records every request body.
+//!
+//! Pi comes from `cargo xtask setup` (the pinned tools cache, see xtask `pi_tools_dir`); it is
+//! never mocked. Every process a test starts (Pi, the `pi-forge ui` the extension starts, the fake
+//! model) is stopped when the harness drops, and the drop checks that the editor server is gone.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::pi_forge_binary;
+
+/// Pi's tools cache: the same rule as xtask's `pi_tools_dir`.
+pub fn pi_tools() -> PathBuf {
+    let base = if let Some(dir) = std::env::var_os("PI_FORGE_TOOLS_DIR").filter(|v| !v.is_empty()) {
+        PathBuf::from(dir)
+    } else if let Some(cache) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        PathBuf::from(cache).join("pi-forge/tools")
+    } else {
+        let home = std::env::var_os("HOME").expect("HOME is set");
+        PathBuf::from(home).join(".cache/pi-forge/tools")
+    };
+    let dir = base.join("pi-1.6.0");
+    let cli = dir.join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js");
+    assert!(
+        cli.is_file(),
+        "Pi 1.6.0 is not installed at {}: run `cargo xtask setup` (it installs Node 22 and Pi 1.6.0 from npm)",
+        dir.display()
+    );
+    dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fake model
+
+/// A fake OpenAI-compatible server: `GET /v1/models`, `POST /v1/chat/completions` (SSE with
+/// one text delta "ok from fake" and usage). Every POST body is recorded.
+pub struct FakeModel {
+    pub port: u16,
+    pub requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeModel {
+    pub fn start() -> FakeModel {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake model");
+        let port = listener.local_addr().expect("local addr").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || serve(stream, &log));
+            }
+        });
+        FakeModel { port, requests }
+    }
+
+    pub fn bodies(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).is_err() || line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    if request_line.starts_with("GET") {
+        let text = r#"{"object":"list","data":[{"id":"fake-1","object":"model"},{"id":"fake-2","object":"model"}]}"#;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+            text.len()
+        );
+        return;
+    }
+    let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = value["model"].as_str().unwrap_or("fake-1").to_string();
+    log.lock().unwrap().push(value);
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id":"c1","object":"chat.completion.chunk","created":0,"model":model,
+               "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
+    };
+    let mut out = String::new();
+    for event in [
+        chunk(json!({"role":"assistant","content":""}), Value::Null),
+        chunk(json!({"content":"ok from fake"}), Value::Null),
+        chunk(json!({}), json!("stop")),
+        json!({"id":"c1","object":"chat.completion.chunk","created":0,"model":model,"choices":[],
+               "usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}),
+    ] {
+        out.push_str(&format!("data: {event}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A project, Pi's agent folder and the editor's runtime folder
+
+pub struct Workspace {
+    pub root: tempfile::TempDir,
+    pub model: FakeModel,
+    bin: PathBuf,
+}
+
+impl Workspace {
+    /// Writes `files` (relative to the project) and a models.json for the fake model, then
+    /// installs the extension with `pi-forge pi install`.
+    pub fn new(files: &[(&str, &str)]) -> Workspace {
+        let root = tempfile::tempdir().expect("temp dir");
+        let model = FakeModel::start();
+        let bin = pi_forge_binary().to_path_buf();
+        let ws = Workspace { root, model, bin };
+        for dir in [
+            "project/.pi/forge",
+            "agent",
+            "run",
+            "home",
+            "global",
+            "sessions",
+        ] {
+            std::fs::create_dir_all(ws.root.path().join(dir)).unwrap();
+        }
+        for (rel, text) in files {
+            let path = ws.project().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let model_entry = |id: &str, reasoning: bool| {
+            json!({"id": id, "name": id, "reasoning": reasoning, "input": ["text"], "contextWindow": 100000,
+                   "maxTokens": 1000, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}})
+        };
+        let models = json!({"providers": {"fake": {
+            "baseUrl": format!("http://127.0.0.1:{}/v1", ws.model.port),
+            "api": "openai-completions",
+            "apiKey": "fake",
+            "models": [model_entry("fake-1", false), model_entry("fake-2", true)],
+        }}});
+        std::fs::write(ws.agent().join("models.json"), models.to_string()).unwrap();
+        let out = ws.forge(&["pi", "install"]);
+        assert!(
+            out.status.success(),
+            "pi-forge pi install failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ws
+    }
+
+    pub fn project(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path().join("project")).unwrap()
+    }
+
+    pub fn agent(&self) -> PathBuf {
+        self.root.path().join("agent")
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        cmd.env("PI_CODING_AGENT_DIR", self.agent())
+            .env("XDG_RUNTIME_DIR", self.root.path().join("run"))
+            .env("HOME", self.root.path().join("home"))
+            .env("PI_FORGE_GLOBAL_DIR", self.root.path().join("global"))
+            .env("PI_FORGE_BIN", &self.bin)
+            .env_remove("PI_FORGE_UNTRUSTED");
+    }
+
+    /// Runs `pi-forge <args>` with this workspace's environment.
+    pub fn forge(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args).current_dir(self.project());
+        self.env(&mut cmd);
+        cmd.output().expect("run pi-forge")
+    }
+
+    /// Starts Pi in RPC mode with the extension (found in the agent folder).
+    pub fn pi(&self, extra: &[&str]) -> Pi {
+        let tools = pi_tools();
+        let mut cmd = Command::new(tools.join("node_modules/node/bin/node"));
+        cmd.arg(tools.join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js"))
+            .args(["--mode", "rpc", "--offline", "--model", "fake/fake-1"])
+            .args(extra)
+            .current_dir(self.project())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.env(&mut cmd);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt as _;
+            cmd.process_group(0);
+        }
+        let mut child = cmd.spawn().expect("start Pi");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            // RPC framing is LF only.
+            while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+                if let Ok(value) = serde_json::from_slice::<Value>(&line) {
+                    if tx.send(value).is_err() {
+                        break;
+                    }
+                }
+                line.clear();
+            }
+        });
+        let stderr = child.stderr.take().expect("stderr");
+        let err_log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&err_log);
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            sink.lock().unwrap().push_str(&text);
+        });
+        Pi {
+            child: Some(child),
+            events: rx,
+            seen: Vec::new(),
+            stderr: err_log,
+        }
+    }
+
+    /// The editor this project's extension started: `(base, token)` from the state file.
+    pub fn editor(&self) -> Option<(String, String)> {
+        let dir = self.root.path().join("run/pi-forge");
+        for entry in std::fs::read_dir(dir).ok()?.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let record: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+                let port = record["port"].as_u64()?;
+                let token = record["token"].as_str()?.to_string();
+                return Some((format!("127.0.0.1:{port}"), token));
+            }
+        }
+        None
+    }
+
+    /// An API call to the editor (`x-pi-forge-token`): `(status, JSON body)`.
+    pub fn api(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let (authority, token) = self.editor().expect("the editor is running");
+        http(&authority, &token, method, path, body)
+    }
+}
+
+pub fn http(authority: &str, token: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let mut stream = TcpStream::connect(authority).expect("connect to pi-forge");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nx-pi-forge-token: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let text = String::from_utf8_lossy(&response).to_string();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let record = self.editor();
+        let _ = self.forge(&["ui", "stop"]);
+        if let Some((authority, _)) = record {
+            // No orphan: the editor the extension started is gone.
+            let gone = TcpStream::connect(&authority).is_err();
+            if !std::thread::panicking() {
+                assert!(
+                    gone,
+                    "the editor at {authority} is still running after `pi-forge ui stop`"
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pi over RPC
+
+pub struct Pi {
+    child: Option<Child>,
+    events: mpsc::Receiver<Value>,
+    /// Every event received so far.
+    pub seen: Vec<Value>,
+    stderr: Arc<Mutex<String>>,
+}
+
+pub const WAIT: Duration = Duration::from_secs(30);
+
+impl Pi {
+    pub fn send(&mut self, command: Value) {
+        let stdin = self
+            .child
+            .as_mut()
+            .and_then(|c| c.stdin.as_mut())
+            .expect("Pi's stdin");
+        writeln!(stdin, "{command}").expect("write to Pi");
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for an event matching `want`, keeping every event in `seen`.
+    pub fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.events.recv_timeout(left) {
+                Ok(event) => {
+                    self.seen.push(event.clone());
+                    if want(&event) {
+                        return event;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!(
+            "Pi never sent {what} within {WAIT:?}; events: {:#?}\nstderr: {}",
+            self.seen
+                .iter()
+                .map(|e| e.to_string().chars().take(300).collect::<String>())
+                .collect::<Vec<_>>(),
+            self.stderr.lock().unwrap()
+        );
+    }
+
+    /// Sends a `/forge` command (or any prompt handled by an extension) and returns the text of
+    /// the notification it produced.
+    pub fn command(&mut self, text: &str) -> String {
+        self.send(json!({"type": "prompt", "message": text}));
+        let note = self.wait("a notify", |e| {
+            e["type"] == "extension_ui_request" && e["method"] == "notify"
+        });
+        self.wait("the command's response", |e| {
+            e["type"] == "response" && e["command"] == "prompt"
+        });
+        note["message"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// Sends a user prompt and waits until the agent settled; returns the `agent_settled` event.
+    pub fn prompt(&mut self, text: &str) -> Value {
+        self.send(json!({"type": "prompt", "message": text}));
+        self.wait("agent_settled", |e| e["type"] == "agent_settled")
+    }
+
+    /// Waits until the extension has connected (its status line is set).
+    pub fn connected(&mut self) {
+        self.wait("the pi-forge status", |e| {
+            e["method"] == "setStatus" && e["statusKey"] == "pi-forge"
+        });
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Kills Pi's whole process group at once (as a crash would).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            #[cfg(unix)]
+            let _ = Command::new("kill")
+                .args(["-KILL", &format!("-{}", child.id())])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Asks Pi to quit (stdin closed) and waits up to 10 s.
+    pub fn quit(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdin.take());
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Pi {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, for at most `limit`.
+pub fn poll<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = check() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}

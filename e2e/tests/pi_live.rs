@@ -1,0 +1,362 @@
+//! The live bridge against a real Pi 1.6.0 (RPC mode) and a fake model that records what it
+//! receives. Nothing of Pi is mocked: assertions are on the bytes the model server got.
+
+mod pi;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use pi::{poll, Workspace};
+use serde_json::{json, Value};
+
+const LEAN: &str = r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "lean",
+  "mode": "replace",
+  "tools": { "allow": ["read", "grep"] },
+  "items": [
+    { "id": "sys", "kind": "block", "role": "system", "content": "You are LEAN. Last: {{ runtime.lastUserMessage }}" },
+    { "id": "note", "kind": "block", "role": "user", "content": "Context note for {{ runtime.activeModel }} at {{ runtime.populatedAt }}." },
+    { "id": "hist", "kind": "slot", "slot": "chat-history" }
+  ]
+}
+"#;
+
+const DEEP: &str = r#"{
+  "schemaVersion": 1,
+  "type": "pi-forge.agent-profile",
+  "id": "deep",
+  "model": { "provider": "fake", "id": "fake-2" },
+  "thinkingLevel": "max",
+  "promptStack": "lean"
+}
+"#;
+
+/// The notifications Pi showed so far.
+fn notes(pi: &pi::Pi) -> Vec<String> {
+    pi.seen
+        .iter()
+        .filter(|e| e["method"] == "notify")
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn lean_workspace() -> Workspace {
+    Workspace::new(&[(".pi/forge/prompt-stacks/lean.json", LEAN)])
+}
+
+/// `runtime.populatedAt` of a runtime snapshot: its clock as a UTC ISO string.
+fn runtime_clock_iso(runtime: &Value) -> String {
+    let ms = runtime["clock"]["epochMs"].as_i64().unwrap();
+    let secs = ms.div_euclid(1000);
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    format!("{}.{:03}Z", String::from_utf8_lossy(&out.stdout).trim(), ms.rem_euclid(1000))
+}
+
+/// The text of an OpenAI-style or Pi-style message content.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let note = pi.command("/forge ui");
+    let (authority, token) = ws.editor().expect("the extension started the editor");
+    assert_eq!(
+        note,
+        format!("pi-forge editor: http://{authority}/?token={token}")
+    );
+
+    let (status, runtime) = ws.api("GET", "/api/runtime", "");
+    assert_eq!(status, 200);
+    assert_eq!(runtime["live"], true);
+    let names: Vec<&str> = runtime["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read",
+            "bash",
+            "powershell",
+            "edit",
+            "write",
+            "grep",
+            "find",
+            "ls",
+            "codemode",
+            "tool_search"
+        ]
+    );
+    let active: Vec<&str> = runtime["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["active"] == true)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(active, ["read", "bash", "edit", "write"]);
+    // Source info comes from Pi's registry, not from pi-forge's stand-in ("builtin").
+    assert_eq!(
+        runtime["tools"][0]["source"],
+        json!("builtin:read"),
+        "{}",
+        runtime["tools"][0]
+    );
+    assert_eq!(
+        runtime["model"],
+        json!({"provider": "fake", "id": "fake-1", "api": "openai-completions"})
+    );
+
+    let (_, live) = ws.api("GET", "/api/live", "");
+    assert_eq!(live["connected"], true);
+    assert_eq!(live["piVersion"], "1.6.0");
+    assert_eq!(live["mode"], "rpc");
+    assert_eq!(live["activeStackId"], Value::Null);
+}
+
+#[test]
+fn an_active_preset_sends_exactly_what_preview_shows() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    // What the browser's Activate button sends.
+    let (status, body) = ws.api("POST", "/api/stacks/lean/activate", "{}");
+    assert_eq!(
+        (status, &body),
+        (200, &json!({"ok": true, "activeId": "project:lean"}))
+    );
+    let entry = pi.wait("the stack-state entry", |e| e["type"] == "entry_appended");
+    assert_eq!(entry["entry"]["customType"], "pi-forge-prompt-stack-state");
+    assert_eq!(
+        entry["entry"]["data"],
+        json!({"activeStackId": "project:lean"})
+    );
+
+    let settled = pi.prompt("hello there");
+    assert_eq!(settled["aborted"], false, "{:?}", notes(&pi));
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1, "one request to the model");
+    let sent = &bodies[0];
+
+    // The same stack and the same live facts through `pi-forge preview`.
+    let (_, runtime) = ws.api("GET", "/api/runtime", "");
+    let runtime_file = ws.root.path().join("runtime.json");
+    std::fs::write(&runtime_file, runtime.to_string()).unwrap();
+    let out = ws.forge(&[
+        "preview",
+        "project:lean",
+        "--runtime",
+        &runtime_file.display().to_string(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let preview: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let compiled = &preview["compiled"];
+
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["content"], compiled["systemPrompt"]);
+    assert_eq!(messages[0]["content"], "You are LEAN. Last: hello there");
+    let expected: Vec<(String, String)> = compiled["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["message"]["role"].as_str().unwrap().to_string(),
+                text_of(&m["message"]["content"]),
+            )
+        })
+        .collect();
+    let received: Vec<(String, String)> = messages[1..]
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_string(),
+                text_of(&m["content"]),
+            )
+        })
+        .collect();
+    assert_eq!(received, expected);
+    assert_eq!(
+        received,
+        [
+            ("user".to_string(), format!("Context note for fake/fake-1 at {}.", runtime_clock_iso(&runtime))),
+            ("user".to_string(), "hello there".to_string())
+        ]
+    );
+    let tools: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "grep"]);
+    assert_eq!(compiled["selectedTools"], json!(["read", "grep"]));
+}
+
+#[test]
+fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/lean/activate", "{}");
+    assert_eq!(status, 200);
+    // The file changes on disk while active: its system block now has a template error.
+    let broken = LEAN.replace(
+        "{{ runtime.lastUserMessage }}",
+        "{{ runtime.lastUserMessage",
+    );
+    std::fs::write(
+        ws.project().join(".pi/forge/prompt-stacks/lean.json"),
+        broken,
+    )
+    .unwrap();
+    poll(Duration::from_secs(10), || {
+        let (_, stack) = ws.api("GET", "/api/stacks/lean", "");
+        stack
+            .to_string()
+            .contains("\"level\":\"error\"")
+            .then_some(())
+    })
+    .expect("the watcher saw the broken file");
+
+    let settled = pi.prompt("hello there");
+    assert_eq!(settled["aborted"], true);
+    assert_eq!(ws.model.bodies().len(), 0, "nothing reached the model");
+    let error = pi
+        .seen
+        .iter()
+        .find(|e| e["method"] == "notify" && e["notifyType"] == "error")
+        .expect("Pi showed an error")
+        .clone();
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "pi-forge: Preset project:lean did not compile, so nothing was sent to the model: "
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn applying_a_profile_switches_model_thinking_and_tools_and_reports_the_clamp() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/lean.json", LEAN),
+        (".pi/forge/agent-profiles/deep.json", DEEP),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, body) = ws.api("POST", "/api/profiles/deep/apply", "{}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["notes"],
+        json!(["Thinking level max is not available for fake/fake-2; Pi uses high."])
+    );
+    assert_eq!(body["applied"]["thinkingLevel"], "high");
+    assert_eq!(body["applied"]["promptStack"], "project:lean");
+    assert_eq!(
+        body["applied"]["model"],
+        json!({"provider": "fake", "id": "fake-2"})
+    );
+
+    pi.prompt("go");
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0]["model"], "fake-2");
+    assert_eq!(bodies[0]["reasoning_effort"], "high");
+    assert_eq!(
+        bodies[0]["messages"][0]["content"],
+        "You are LEAN. Last: go"
+    );
+
+    // The profile is recorded, and a manual change afterwards shows as drift.
+    let (_, status_view) = ws.api("GET", "/api/profiles/status", "");
+    assert_eq!(status_view["lastApplied"]["sourceState"], "unchanged");
+    assert_eq!(status_view["lastApplied"]["drifted"], json!([]));
+    pi.send(json!({"type": "set_thinking_level", "level": "low"}));
+    let drift = poll(Duration::from_secs(5), || {
+        let (_, view) = ws.api("GET", "/api/profiles/status", "");
+        (view["lastApplied"]["drifted"] == json!(["thinkingLevel"])).then_some(view)
+    })
+    .expect("thinking drift reported");
+    assert_eq!(
+        drift["lastApplied"]["drift"]["thinkingLevel"],
+        json!({"expected": "high", "actual": "low", "changed": true})
+    );
+}
+
+#[test]
+fn a_restarted_pi_restores_the_active_preset_from_its_session() {
+    let ws = lean_workspace();
+    let sessions = ws.root.path().join("sessions").display().to_string();
+    let mut pi = ws.pi(&["--session-dir", &sessions]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/lean/activate", "{}");
+    assert_eq!(status, 200);
+    pi.prompt("first");
+    pi.quit();
+    let (_, live) = ws.api("GET", "/api/live", "");
+    assert_eq!(live["connected"], false);
+
+    let mut again = ws.pi(&["--session-dir", &sessions, "--continue"]);
+    again.connected();
+    let (_, live) = ws.api("GET", "/api/live", "");
+    assert_eq!(live["connected"], true);
+    assert_eq!(live["activeStackId"], "project:lean");
+    again.prompt("second");
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(
+        bodies[1]["messages"][0]["content"],
+        "You are LEAN. Last: second"
+    );
+}
+
+#[test]
+fn killing_pi_ends_the_live_session_within_five_seconds() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (_, live) = ws.api("GET", "/api/live", "");
+    assert_eq!(live["connected"], true);
+    pi.kill();
+    let killed = Instant::now();
+    poll(Duration::from_secs(5), || {
+        let (_, live) = ws.api("GET", "/api/live", "");
+        (live == json!({"connected": false})).then_some(())
+    })
+    .expect("the editor noticed within 5 s");
+    let noticed = killed.elapsed();
+    assert!(noticed < Duration::from_secs(5), "{noticed:?}");
+    let (status, body) = ws.api("POST", "/api/stacks/lean/activate", "{}");
+    assert_eq!(status, 503);
+    assert_eq!(body["code"], "no_live_session");
+    assert_eq!(
+        body["error"],
+        "No live Pi session is connected to this editor. Start Pi in this project with the pi-forge extension loaded (see `pi-forge pi install`), then try again."
+    );
+}
