@@ -231,13 +231,45 @@ fn id_field(
     }
 }
 
-/// The "activate it" checkbox of the create dialogs.
-fn activate_check(activate: RwSignal<bool>, label: &'static str) -> impl IntoView {
+/// The "activate it" checkbox of the create dialogs. Activating needs a live Pi session:
+/// without one the box is off and disabled, and a note says why.
+fn activate_check(app: App, activate: RwSignal<bool>, label: &'static str) -> impl IntoView {
+    let live = move || app.live_host.get();
     view! {
         <label class="check">
-            <input type="checkbox" name="activate" prop:checked=move || activate.get() on:change=move |e| activate.set(event_target_checked(&e))/>
+            <input type="checkbox" name="activate" aria-describedby="activate-note"
+                disabled=move || !live()
+                prop:checked=move || live() && activate.get()
+                on:change=move |e| activate.set(event_target_checked(&e))/>
             <span>{label}</span>
         </label>
+        <Show when=move || !live()>
+            <p class="help activate-note" id="activate-note">
+                "No live Pi session: the Preset is saved, not activated. Start Pi with the pi-forge extension (pi-forge pi install) to activate it."
+            </p>
+        </Show>
+    }
+}
+
+/// Whether a create dialog may ask for activation (the box is checked and a session is live).
+fn wants_activation(app: App, activate: RwSignal<bool>) -> bool {
+    app.live_host.get_untracked() && activate.get_untracked()
+}
+
+/// The status after a create or fork that asked to activate: the answer says whether the live
+/// session took it.
+fn created_status(app: App, done: String, view: &Value, asked: bool) {
+    let active = view.get("active").and_then(Value::as_bool) == Some(true)
+        || view.get("activeId").and_then(Value::as_str) == Some(s(view, "selector").as_str());
+    if asked && !active {
+        app.say(
+            format!("{done}; not activated: the live Pi session did not take it"),
+            Tone::Error,
+        );
+    } else if asked {
+        app.say(format!("{done} and activated it in Pi"), Tone::Ok);
+    } else {
+        app.say(done, Tone::Ok);
     }
 }
 
@@ -269,10 +301,11 @@ fn NewStackDialog() -> impl IntoView {
         }
         let id_v = id.get_untracked().trim().to_string();
         let scope_v = scope.get_untracked();
+        let asked = wants_activation(app, activate);
         let body = json!({
             "stack": template(&kind.get_untracked(), &id_v, &name.get_untracked()),
             "scope": scope_v,
-            "activate": activate.get_untracked(),
+            "activate": asked,
         });
         busy.set(true);
         spawn_local(async move {
@@ -282,7 +315,7 @@ fn NewStackDialog() -> impl IntoView {
                     app.scope
                         .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                     state::apply_view(app, &view, false);
-                    app.say(format!("Created {id_v}"), Tone::Ok);
+                    created_status(app, format!("Created {id_v}"), &view, asked);
                     state::refresh_stacks(app);
                 }
                 Err(e) => {
@@ -320,7 +353,7 @@ fn NewStackDialog() -> impl IntoView {
                     </label>
                 }).collect_view()}
             </fieldset>
-            {activate_check(activate, "Activate it now")}
+            {activate_check(app, activate, "Activate it now")}
             <div class="row end">
                 <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
                 <button type="submit" class="primary create" disabled=move || problem().is_some() || busy.get()>"Create"</button>
@@ -348,7 +381,8 @@ fn ForkDialog() -> impl IntoView {
         }
         let new_id = id.get_untracked().trim().to_string();
         let scope_v = scope.get_untracked();
-        let body = json!({ "id": new_id, "scope": scope_v, "activate": activate.get_untracked() });
+        let asked = wants_activation(app, activate);
+        let body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
         let path = format!("/api/stacks/{}/fork", seg(&source));
         spawn_local(async move {
             match api::post(&path, &body).await {
@@ -363,7 +397,7 @@ fn ForkDialog() -> impl IntoView {
                         app.scope
                             .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                         state::apply_view(app, &view, false);
-                        app.say(format!("Forked to {new_id}"), Tone::Ok);
+                        created_status(app, format!("Forked to {new_id}"), &view, asked);
                     }
                     state::refresh_stacks(app);
                 }
@@ -377,7 +411,7 @@ fn ForkDialog() -> impl IntoView {
             {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
             {id_field("fork-id", "New ID", true, id, problem)}
             {scope_select(scope)}
-            {activate_check(activate, "Activate the fork")}
+            {activate_check(app, activate, "Activate the fork")}
             <div class="row end">
                 <button type="button" class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
                 <button type="submit" class="primary" disabled=move || problem().is_some()>"Fork"</button>
@@ -524,7 +558,7 @@ fn ImportDialog() -> impl IntoView {
         if let Some(c) = character.get_untracked() {
             body["characterId"] = json!(c);
         }
-        let activate_now = activate.get_untracked();
+        let activate_now = wants_activation(app, activate);
         let scope_v = scope.get_untracked();
         busy.set(true);
         spawn_local(async move {
@@ -650,7 +684,7 @@ fn review(
             {section("dropped", "Dropped")}
             {id_field("import-id", "Preset ID", false, id, problem)}
             {scope_select(scope)}
-            {activate_check(activate, "Activate it now")}
+            {activate_check(app, activate, "Activate it now")}
             {(!diagnostics.is_empty()).then(|| view! {
                 <ul class="diagnostic-list import-diagnostics">
                     {diagnostics.into_iter().map(|d| view! {

@@ -149,10 +149,18 @@ fn Editor() -> impl IntoView {
                     <button class="validate" on:click=validate disabled=move || unparsable.get()>"Validate"</button>
                     <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
                         on:click=move |_| dock.toggle()>"Preview"</button>
-                    <button class="activate" disabled=move || { is_active() || ed.errors.get() > 0 }
-                        on:click=move |_| state::activate(app, selector())>
-                        {move || if is_active() { "Active" } else { "Activate" }}
-                    </button>
+                    {move || if is_active() {
+                        view! {
+                            <button class="deactivate" title="Pi runs without a Preset after this"
+                                on:click=move |_| state::deactivate(app)>"Deactivate"</button>
+                        }.into_any()
+                    } else {
+                        view! {
+                            <button class="activate" disabled=move || ed.errors.get() > 0
+                                title=move || if app.live_host.get() { "Make this the live Pi session's Preset" } else { state::NO_LIVE_SESSION }
+                                on:click=move |_| state::activate(app, selector())>"Activate"</button>
+                        }.into_any()
+                    }}
                     <div class="more">
                         <button class="more-toggle" aria-haspopup="menu" aria-expanded=move || more_open.get().to_string()
                             on:click=move |_| more_open.update(|o| *o = !*o)>"More ▾"</button>
@@ -167,6 +175,12 @@ fn Editor() -> impl IntoView {
                     </div>
                 </div>
             </div>
+            {move || app.live_error.get().map(|text| view! {
+                <div class="banner error live-error" role="alert">
+                    <span>{text}</span>
+                    <button class="dismiss" on:click=move |_| app.live_error.set(None)>"Dismiss"</button>
+                </div>
+            })}
             <DiskBanner/>
             <ConflictView/>
             {move || unparsable.get().then(|| view! {

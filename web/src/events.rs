@@ -3,6 +3,8 @@
 //! `changed` events name the files a reload changed; the open editor reacts through
 //! [`crate::state::on_stack_change`], lists are refetched. `ready` (sent first, and again after
 //! the browser reconnects) and `resync` refetch everything, so nothing missed stays stale.
+//! `live` carries the live Pi session's view (`GET /api/live`) after `ready` and on every
+//! change; each `ready` also asks `GET /api/live` once, in case the stream's `live` is missing.
 
 use leptos::prelude::*;
 use serde_json::Value;
@@ -10,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{EventSource, MessageEvent};
 
 use crate::api::{arr, s};
-use crate::state::{on_stack_change, refresh_stacks, App};
+use crate::state::{fetch_live, on_live_event, on_stack_change, refresh_stacks, App};
 
 pub fn connect(app: App) {
     let Ok(source) = EventSource::new("/api/events") else {
@@ -18,6 +20,7 @@ pub fn connect(app: App) {
     };
     let connected = std::cell::Cell::new(false);
     let on_ready = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+        fetch_live(app);
         // The first `ready` follows the initial fetches; a later one follows a reconnect.
         if connected.replace(true) {
             refresh_stacks(app);
@@ -61,6 +64,15 @@ pub fn connect(app: App) {
             app.profile_events.update(|n| *n += 1);
         }
     });
+    let on_live = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        if let Ok(view) = serde_json::from_str::<Value>(&text) {
+            on_live_event(app, view);
+        }
+    });
+    let _ = source.add_event_listener_with_callback("live", on_live.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
@@ -68,5 +80,6 @@ pub fn connect(app: App) {
     on_ready.forget();
     on_resync.forget();
     on_changed.forget();
+    on_live.forget();
     std::mem::forget(source);
 }

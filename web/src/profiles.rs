@@ -1,7 +1,9 @@
 //! The agent profiles surface: a searchable list, the preflight view of one profile (what
 //! applying it would set), and the profile editor (create, edit, validate, delete).
 //!
-//! Applying needs a live Pi session; without one the view says so and shows the preflight.
+//! Applying needs a live Pi session (`POST /api/profiles/:sel/apply`); without one the view
+//! says so and shows the preflight. After an apply the view shows what Pi took (and what it
+//! clamped); the status line shows drift since the last apply.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -10,7 +12,7 @@ use serde_json::{json, Value};
 use crate::api::{self, arr, b, n, opt_s, s, seg, Method};
 use crate::dialogs::id_problem_profiles;
 use crate::jp;
-use crate::state::{app, App, Dialog, Tone};
+use crate::state::{self, app, App, Dialog, Tone, NO_LIVE_SESSION};
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -34,6 +36,9 @@ struct Profiles {
     validation: RwSignal<Option<(String, Vec<Value>, bool)>>,
     conflict: RwSignal<Option<String>>,
     disk_changed: RwSignal<bool>,
+    /// The last apply's answer, by profile selector: `Ok(answer)` or `Err(message)`.
+    applied: RwSignal<Option<(String, Result<Value, String>)>>,
+    applying: RwSignal<bool>,
 }
 
 fn refresh(app: App, p: Profiles) {
@@ -142,6 +147,8 @@ pub fn ProfilesSurface() -> impl IntoView {
         validation: RwSignal::new(None),
         conflict: RwSignal::new(None),
         disk_changed: RwSignal::new(false),
+        applied: RwSignal::new(None),
+        applying: RwSignal::new(false),
     };
     provide_context(p);
     // Refetch on every profile or stack change event (no polling).
@@ -338,7 +345,7 @@ fn sel2_label(e: &Value) -> String {
     s(e, "selector")
 }
 
-/// What Pi runs with now, and the last applied profile.
+/// What Pi runs with now, the last applied profile and what drifted since.
 #[component]
 fn ProfileStatus() -> impl IntoView {
     let app = app();
@@ -357,9 +364,68 @@ fn ProfileStatus() -> impl IntoView {
             let last = c
                 .pointer("/status/lastApplied")
                 .filter(|v| !v.is_null())
-                .map(|l| format!("Last applied {}", s(l, "profileId")))
+                .map(|l| {
+                    let id = l
+                        .pointer("/provenance/profileId")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let scope = l
+                        .pointer("/provenance/scope")
+                        .and_then(Value::as_str)
+                        .unwrap_or("project");
+                    format!("Last applied {}", label(scope, id))
+                })
                 .unwrap_or_else(|| "No profile has been applied".into());
             (format!("{model} · {thinking} · {stack}"), last)
+        })
+    };
+    // "model changed since applied": each drifted field with what was applied and what is now.
+    let drift = move || {
+        p.collection.with(|c| {
+            let Some(last) = c.pointer("/status/lastApplied").filter(|v| !v.is_null()) else {
+                return Vec::new();
+            };
+            [
+                ("model", "model"),
+                ("thinkingLevel", "thinking level"),
+                ("promptStack", "Preset"),
+            ]
+            .into_iter()
+            .filter_map(|(key, name)| {
+                let d = last.pointer(&format!("/drift/{key}"))?;
+                (d.get("changed").and_then(Value::as_bool) == Some(true)).then(|| {
+                    let show = |v: Option<&Value>| match v {
+                        Some(Value::Object(m)) => format!(
+                            "{}/{}",
+                            m.get("provider").and_then(Value::as_str).unwrap_or(""),
+                            m.get("id").and_then(Value::as_str).unwrap_or("")
+                        ),
+                        Some(Value::String(x)) => x.clone(),
+                        _ => "none".into(),
+                    };
+                    (
+                        key,
+                        format!("{name} changed since applied"),
+                        format!(
+                            "Applied: {}; now: {}",
+                            show(d.get("expected")),
+                            show(d.get("actual"))
+                        ),
+                    )
+                })
+            })
+            .collect::<Vec<_>>()
+        })
+    };
+    let source_changed = move || {
+        p.collection.with(|c| {
+            c.pointer("/status/lastApplied/sourceState")
+                .and_then(Value::as_str)
+                .and_then(|st| match st {
+                    "changed" => Some("profile file changed since applied"),
+                    "missing" => Some("profile file is gone"),
+                    _ => None,
+                })
         })
     };
     view! {
@@ -367,10 +433,108 @@ fn ProfileStatus() -> impl IntoView {
             <span class="label">"Now"</span>
             <span class="current">{move || line().0}</span>
             <span class="last">{move || line().1}</span>
+            {move || drift().into_iter().map(|(key, text, tip)| {
+                let label = format!("{text}. {tip}");
+                view! { <span class="badge warn drift" data-field=key title=tip aria-label=label>{text}</span> }
+            }).collect_view()}
+            {move || source_changed().map(|text| view! { <span class="badge muted source-state">{text}</span> })}
             <Show when=move || !app.live_host.get()>
-                <span class="badge muted" title="pi-forge ui is running on its own. Run /forge ui inside Pi to apply profiles to a session.">"no live Pi session"</span>
+                <span class="badge muted no-live" title=NO_LIVE_SESSION>"no live Pi session"</span>
             </Show>
         </section>
+    }
+}
+
+/// Applies the profile to the live Pi session and keeps the answer for the detail view.
+fn apply(app: App, p: Profiles, selector: String, id: String) {
+    if p.applying.get_untracked() {
+        return;
+    }
+    p.applying.set(true);
+    spawn_local(async move {
+        let result = api::post(
+            &format!("/api/profiles/{}/apply", seg(&selector)),
+            &json!({}),
+        )
+        .await;
+        p.applying.set(false);
+        match result {
+            Ok(v) => {
+                let notes = arr(&v, "notes").len();
+                app.say(
+                    if notes == 0 {
+                        format!("Applied {id} to Pi")
+                    } else {
+                        format!(
+                            "Applied {id} to Pi, with {}",
+                            count_label(notes as u64, "note")
+                        )
+                    },
+                    Tone::Ok,
+                );
+                p.applied.set(Some((selector, Ok(v))));
+                refresh(app, p);
+            }
+            Err(e) => {
+                let message = state::live_failure(app, &e);
+                app.say(format!("Not applied: {message}"), Tone::Error);
+                p.applied.set(Some((selector, Err(message))));
+            }
+        }
+    });
+}
+
+/// What the last Apply of `selector` did: the values Pi took and its notes, or why it failed.
+fn apply_outcome(p: Profiles, selector: String) -> impl IntoView {
+    move || {
+        let (sel, result) = p.applied.get()?;
+        if sel != selector {
+            return None;
+        }
+        Some(match result {
+            Ok(v) => {
+                let applied = v.get("applied").cloned().unwrap_or(Value::Null);
+                let model = applied
+                    .get("model")
+                    .filter(|m| m.is_object())
+                    .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
+                    .unwrap_or_else(|| "no model".into());
+                let stack = opt_s(&applied, "promptStack").unwrap_or_else(|| "none".into());
+                let tools: Vec<String> = arr(&applied, "activeTools")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
+                let notes: Vec<String> = arr(&v, "notes")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
+                view! {
+                    <section class="banner apply-result" role="status">
+                        <strong>"Applied to Pi"</strong>
+                        <dl class="applied">
+                            <dt>"Model"</dt><dd class="applied-model">{model}</dd>
+                            <dt>"Thinking"</dt><dd class="applied-thinking">{s(&applied, "thinkingLevel")}</dd>
+                            <dt>"Preset"</dt><dd class="applied-stack">{stack}</dd>
+                            <dt>"Tools"</dt><dd class="applied-tools">{if tools.is_empty() { "none".to_string() } else { tools.join(", ") }}</dd>
+                        </dl>
+                        {(!notes.is_empty()).then(|| view! {
+                            <ul class="apply-notes">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
+                        })}
+                        <button class="dismiss" on:click=move |_| p.applied.set(None)>"Dismiss"</button>
+                    </section>
+                }
+                .into_any()
+            }
+            Err(message) => view! {
+                <div class="banner error apply-error" role="alert">
+                    <span>{format!("Not applied. {message}")}</span>
+                    <button class="dismiss" on:click=move |_| p.applied.set(None)>"Dismiss"</button>
+                </div>
+            }
+            .into_any(),
+        })
     }
 }
 
@@ -422,6 +586,9 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
     let path = s(&entry, "path");
     let sel_edit = selector.clone();
     let sel_del = selector.clone();
+    let sel_apply = selector.clone();
+    let apply_id = label(&s(&entry, "scope"), &s(&entry, "id"));
+    let outcome = apply_outcome(p, selector.clone());
     let delete = move |_| {
         let sel = sel_del.clone();
         let rev = revision.clone();
@@ -473,21 +640,23 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
                     <code class="selector">{selector.clone()}</code>
                 </div>
                 <div class="actions">
-                    <button class="primary apply" disabled=move || !applicable || !app.live_host.get()
+                    <button class="primary apply" disabled=move || !applicable || !app.live_host.get() || p.applying.get()
                         aria-describedby="apply-note"
-                        title=move || if app.live_host.get() { "Apply this profile to the session" } else { "Applying needs a live Pi session: run /forge ui inside Pi." }>"Apply"</button>
+                        title=move || if app.live_host.get() { "Apply this profile to the live Pi session" } else { NO_LIVE_SESSION }
+                        on:click=move |_| apply(app, p, sel_apply.clone(), apply_id.clone())>"Apply"</button>
                     <button class="edit" on:click=move |_| start_edit(p, sel_edit.clone())>"Edit"</button>
                     <button class="delete danger" on:click=delete>"Delete…"</button>
                 </div>
             </div>
             {(!description.is_empty()).then(|| view! { <p class="description">{description.clone()}</p> })}
+            {outcome}
             // Why Apply is disabled, in words (a disabled button's tooltip is out of reach for
             // keyboard and touch users).
             {move || {
                 let note = if !applicable {
                     "Apply is off until the preflight passes: see the problems below."
                 } else if !app.live_host.get() {
-                    "Apply needs a live Pi session: run /forge ui inside Pi. The preflight below shows what it would do."
+                    "Apply needs a live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install). The preflight below shows what it would do."
                 } else {
                     return None;
                 };

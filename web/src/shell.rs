@@ -111,6 +111,7 @@ pub fn Shell() -> impl IntoView {
                     class:error=move || app.status.with(|s| s.1 == Tone::Error)>
                     {move || app.status.with(|s| s.0.clone())}
                 </output>
+                <LiveIndicator/>
                 <Show when=move || !app.trusted.get()>
                     <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
                 </Show>
@@ -126,6 +127,83 @@ pub fn Shell() -> impl IntoView {
             }}
             <Dialogs/>
         </div>
+    }
+}
+
+/// What the indicator shows for a live view: `(text, label, tooltip)`.
+fn live_texts(v: &serde_json::Value) -> (String, String, String) {
+    use crate::api::{b, opt_s, s};
+    if !b(v, "connected") {
+        return (
+            "No live session".into(),
+            "No live Pi session".into(),
+            state::NO_LIVE_SESSION.into(),
+        );
+    }
+    let model = v
+        .get("model")
+        .filter(|m| m.is_object())
+        .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
+        .unwrap_or_else(|| "no model".into());
+    let session = s(v, "sessionId");
+    let short: String = session.chars().take(8).collect();
+    let version = s(v, "piVersion");
+    let text = format!("Pi {version} · {model} · session {short}");
+    let label = format!("Live Pi session: Pi {version}, model {model}, session {session}");
+    let mut tip = vec![
+        format!("Live Pi session {session}"),
+        format!(
+            "Session file: {}",
+            opt_s(v, "sessionFile").unwrap_or_else(|| "none (not saved)".into())
+        ),
+        format!(
+            "Pi {version} ({} mode), extension {}, pi-forge {}",
+            s(v, "mode"),
+            s(v, "extensionVersion"),
+            s(v, "serverVersion")
+        ),
+        format!("Model {model}, thinking {}", s(v, "thinkingLevel")),
+        format!(
+            "Preset: {}",
+            opt_s(v, "activeStackId").unwrap_or_else(|| "none".into())
+        ),
+    ];
+    if !s(v, "connectedAt").is_empty() {
+        tip.push(format!("Connected {}", s(v, "connectedAt")));
+    }
+    (text, label, tip.join("\n"))
+}
+
+/// The live Pi session in the top bar: Pi version, model and session, or "No live session".
+#[component]
+fn LiveIndicator() -> impl IntoView {
+    let app = state::app();
+    let connected = move || app.live.with(|v| crate::api::b(v, "connected"));
+    let texts = Memo::new(move |_| app.live.with(live_texts));
+    let mismatch = move || {
+        app.live
+            .with(|v| connected() && crate::api::b(v, "versionMismatch"))
+    };
+    let mismatch_tip = move || {
+        app.live.with(|v| {
+            format!(
+                "The pi-forge extension in Pi is version {}, this pi-forge is {}. Run `pi-forge pi install` and restart Pi.",
+                crate::api::s(v, "extensionVersion"),
+                crate::api::s(v, "serverVersion")
+            )
+        })
+    };
+    view! {
+        <span id="live-indicator" class="live-indicator" class:connected=connected
+            data-live=move || connected().to_string()
+            role="status" aria-label=move || texts.with(|t| t.1.clone())
+            title=move || texts.with(|t| t.2.clone())>
+            <span class="live-dot" aria-hidden="true"></span>
+            <span class="live-text">{move || texts.with(|t| t.0.clone())}</span>
+        </span>
+        <Show when=mismatch>
+            <span class="badge warn live-mismatch" title=mismatch_tip>"Version mismatch"</span>
+        </Show>
     }
 }
 

@@ -265,7 +265,16 @@ pub struct App {
     pub stacks_loaded: RwSignal<bool>,
     pub active_id: RwSignal<Option<String>>,
     pub trusted: RwSignal<bool>,
+    /// Whether a live Pi session is connected (`live.connected`).
     pub live_host: RwSignal<bool>,
+    /// The live Pi session as `GET /api/live` and the `live` event describe it
+    /// (`{"connected":false}` without one).
+    pub live: RwSignal<Value>,
+    /// Why the last Activate/Deactivate could not act (the server's words), shown as a banner
+    /// in the editor until dismissed or a later one succeeds.
+    pub live_error: RwSignal<Option<String>>,
+    /// Counts `live` events; a `GET /api/live` sent before the newest one is dropped.
+    live_seq: StoredValue<u64>,
     pub cwd: RwSignal<String>,
     pub status: RwSignal<(String, Tone)>,
     pub dialog: RwSignal<Option<Dialog>>,
@@ -295,6 +304,9 @@ impl App {
             active_id: RwSignal::new(None),
             trusted: RwSignal::new(true),
             live_host: RwSignal::new(false),
+            live: RwSignal::new(json!({ "connected": false })),
+            live_error: RwSignal::new(None),
+            live_seq: StoredValue::new(0),
             cwd: RwSignal::new(String::new()),
             status: RwSignal::new(("Loading…".into(), Tone::Info)),
             dialog: RwSignal::new(None),
@@ -677,23 +689,104 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
 pub fn load_resources(app: App) {
     spawn_local(async move {
         if let Ok(v) = api::get("/api/resources").await {
-            app.live_host.set(b(&v, "liveHost"));
             app.resources.set(v);
         }
     });
 }
 
-/// Activates the open stack.
+/// The message shown wherever the app cannot act without a live Pi session.
+pub const NO_LIVE_SESSION: &str =
+    "No live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install).";
+
+/// Takes a new view of the live Pi session (a `live` event or `GET /api/live`). When the
+/// session or what it runs changed, lists that show the live facts are refetched.
+pub fn set_live(app: App, view: Value) {
+    let connected = b(&view, "connected");
+    if app.live.with_untracked(|v| *v == view) {
+        return;
+    }
+    app.live.set(view.clone());
+    app.live_host.set(connected);
+    if connected {
+        app.live_error.set(None);
+    }
+    let active = if connected {
+        opt_s(&view, "activeStackId")
+    } else {
+        None
+    };
+    app.active_id.set(active);
+    // The stack list's `active` flags and the profiles' "Now" column follow the session.
+    refresh_stacks(app);
+    app.profile_events.update(|n| *n += 1);
+}
+
+/// A `live` event from `/api/events`.
+pub fn on_live_event(app: App, view: Value) {
+    app.live_seq.update_value(|n| *n += 1);
+    set_live(app, view);
+}
+
+/// Fetches `GET /api/live` (on every (re)connect of the event stream). An answer that arrives
+/// after a newer `live` event is dropped.
+pub fn fetch_live(app: App) {
+    let seq = app.live_seq.get_value();
+    spawn_local(async move {
+        if let Ok(v) = api::get("/api/live").await {
+            if app.live_seq.get_value() == seq {
+                set_live(app, v);
+            }
+        }
+    });
+}
+
+/// What the app says about a failed Activate, Deactivate or Apply: the server's own words,
+/// and the indicator is told when the answer says there is no session.
+pub fn live_failure(app: App, e: &ApiError) -> String {
+    if e.code == "no_live_session" && b(&app.live.get_untracked(), "connected") {
+        set_live(app, json!({ "connected": false }));
+    }
+    e.message.clone()
+}
+
+/// Activates `selector` in the live Pi session. Without one the server answers 503 and the
+/// editor says why (status line and a banner); nothing changes.
 pub fn activate(app: App, selector: String) {
     spawn_local(async move {
         let path = format!("/api/stacks/{}/activate", seg(&selector));
         match api::post(&path, &json!({})).await {
             Ok(v) => {
+                app.live_error.set(None);
                 app.active_id.set(opt_s(&v, "activeId"));
-                app.say(format!("Activated {selector}"), Tone::Ok);
+                app.say(format!("Activated {selector} in Pi"), Tone::Ok);
                 refresh_stacks(app);
             }
-            Err(e) => app.fail(&e),
+            Err(e) => {
+                let message = live_failure(app, &e);
+                app.say(format!("Not activated: {message}"), Tone::Error);
+                app.live_error
+                    .set(Some(format!("{selector} was not activated. {message}")));
+            }
+        }
+    });
+}
+
+/// Turns the active Preset off in the live Pi session (`POST /api/disable`).
+pub fn deactivate(app: App) {
+    spawn_local(async move {
+        match api::post("/api/disable", &json!({})).await {
+            Ok(v) => {
+                app.live_error.set(None);
+                app.active_id.set(opt_s(&v, "activeId"));
+                app.say("Pi runs without a Preset now", Tone::Ok);
+                refresh_stacks(app);
+            }
+            Err(e) => {
+                let message = live_failure(app, &e);
+                app.say(format!("Not deactivated: {message}"), Tone::Error);
+                app.live_error
+                    .set(Some(format!("The Preset was not deactivated. {message}")));
+            }
         }
     });
 }
