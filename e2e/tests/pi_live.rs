@@ -239,7 +239,7 @@ fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
         let (_, stack) = ws.api("GET", "/api/stacks/lean", "");
         stack
             .to_string()
-            .contains("\"level\":\"error\"")
+            .contains("Last: {{ runtime.lastUserMessage\"")
             .then_some(())
     })
     .expect("the watcher saw the broken file");
