@@ -133,6 +133,8 @@ pub struct PiFacts {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Hello {
+    /// Checked before parsing (see the hello route); kept so the field is not unknown.
+    #[allow(dead_code)]
     pub protocol: u64,
     pub extension_version: String,
     pub pi_version: String,
@@ -310,7 +312,10 @@ impl LiveHub {
 
     /// Whether a host with an attached stream is connected.
     pub fn connected(&self) -> bool {
-        self.lock().host.as_ref().is_some_and(|h| h.stream.is_some())
+        self.lock()
+            .host
+            .as_ref()
+            .is_some_and(|h| h.stream.is_some())
     }
 
     /// Registers a host. `decide` turns the branch's entries into the initial state (a rule of
@@ -456,7 +461,11 @@ impl LiveHub {
     }
 
     /// Sends a command to the live host and waits for its result.
-    pub async fn command(&self, kind: &str, mut body: Map<String, Value>) -> Result<Value, LiveError> {
+    pub async fn command(
+        &self,
+        kind: &str,
+        mut body: Map<String, Value>,
+    ) -> Result<Value, LiveError> {
         let (rx, cid) = {
             let mut inner = self.lock();
             inner.counter += 1;
@@ -531,12 +540,6 @@ pub struct HostView<'a> {
 }
 
 impl HostView<'_> {
-    pub fn info(&self) -> &HostInfo {
-        &self.host.info
-    }
-    pub fn facts(&self) -> &PiFacts {
-        &self.host.facts
-    }
     pub fn active_stack(&self) -> Option<&str> {
         self.host.active_stack.as_deref()
     }

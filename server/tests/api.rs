@@ -525,7 +525,18 @@ fn meta_resources_and_unknown_routes() {
         .collect();
     assert_eq!(
         tools,
-        ["bash", "edit", "find", "grep", "ls", "read", "write"]
+        [
+            "bash",
+            "codemode",
+            "edit",
+            "find",
+            "grep",
+            "ls",
+            "powershell",
+            "read",
+            "tool_search",
+            "write"
+        ]
     );
     assert_eq!(resources["groups"][0]["source"], "builtin");
     assert_eq!(resources["skills"], json!([]));
@@ -664,15 +675,16 @@ fn stacks_list_read_export_validate_preview_activate() {
     let (status, _, _) = f.send(Method::POST, "/api/stacks/brand-new/preview", &json!({}));
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    // Activation lives in server memory without a live Pi session.
+    // Activation belongs to the live Pi session: without one it is refused and nothing changes.
+    let no_live = "No live Pi session is connected to this editor. Start Pi in this project with the pi-forge extension loaded (see `pi-forge pi install`), then try again.";
     let (status, _, body) = f.send(Method::POST, "/api/stacks/alpha/activate", &json!({}));
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({"ok": true, "activeId": "project:alpha"}));
-    assert_eq!(f.get_json("/api/stacks")["activeId"], "project:alpha");
-    assert_eq!(f.get_json("/api/stacks/alpha")["active"], true);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body, json!({"error": no_live, "code": "no_live_session"}));
+    assert_eq!(f.get_json("/api/stacks")["activeId"], Value::Null);
+    assert_eq!(f.get_json("/api/stacks/alpha")["active"], false);
     let (status, _, body) = f.send(Method::POST, "/api/disable", &json!({}));
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({"ok": true, "activeId": null}));
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["code"], "no_live_session");
     let (status, _, _) = f.send(Method::POST, "/api/stacks/ghost/activate", &json!({}));
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
@@ -690,7 +702,8 @@ fn stacks_create_save_fork_delete() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["ok"], true);
     assert_eq!(body["selector"], "project:beta");
-    assert_eq!(body["active"], true);
+    // Written, but not activated: no live Pi session is connected.
+    assert_eq!(body["active"], false);
     let on_disk = std::fs::read(f.stack_path("beta")).unwrap();
     assert_eq!(String::from_utf8_lossy(&on_disk), to_pretty(&beta));
     assert_eq!(

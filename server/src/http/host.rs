@@ -2,7 +2,7 @@
 //! (`/api/host/...`), and the browser's view of it (`GET /api/live`, `GET /api/runtime`).
 //!
 //! Host routes use the same token, Host and Origin rules as every other route and take bodies up
-//! to [`HOST_BODY_LIMIT`] bytes (a turn carries the conversation). Every host call after `hello`
+//! to [`super::extract::HOST_BODY_LIMIT`] bytes (a turn carries the conversation). Every host call after `hello`
 //! names the host id in the path and the Pi session id in the body; a mismatch changes nothing
 //! (404 `unknown_host`, 409 `stale_session`). `docs/api.md` documents the wire.
 
@@ -28,7 +28,7 @@ use serde_json::{json, Map, Value};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, HostBody, HOST_BODY_LIMIT};
+use super::extract::{ok_json, HostBody};
 use super::{local_clock, AppState, ServerState};
 use crate::live::{self, stack_entry, Hello, LiveError, PiFacts};
 
@@ -62,14 +62,19 @@ impl From<LiveError> for ApiError {
     }
 }
 
+fn require_object(body: &Value, what: &str) -> ApiResult<()> {
+    if body.is_object() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "The {what} body must be a JSON object, not {}.",
+        json::type_name(body)
+    )))
+}
+
 /// Parses a host body into `T`, naming the field at fault.
 fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
-    if !body.is_object() {
-        return Err(ApiError::bad_request(format!(
-            "The {what} body must be a JSON object, not {}.",
-            json::type_name(&body)
-        )));
-    }
+    require_object(&body, what)?;
     serde_json::from_value(body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -143,6 +148,7 @@ fn restore(
 /// `POST /api/host/hello` → `{hostId, protocol, serverVersion, activeStackId, entries,
 /// versionMismatch}`.
 async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiResult<Response> {
+    require_object(&body, "hello")?;
     let protocol = body.get("protocol").and_then(Value::as_u64);
     if protocol != Some(live::PROTOCOL) {
         return Err(ApiError::new(
@@ -293,7 +299,9 @@ fn abort_message(key: &str, errors: &[&Diagnostic]) -> String {
         0 | 1 => String::new(),
         n => format!(" (and {} more)", n - 1),
     };
-    format!("pi-forge: Preset {key} did not compile, so nothing was sent to the model: {first}{more}")
+    format!(
+        "pi-forge: Preset {key} did not compile, so nothing was sent to the model: {first}{more}"
+    )
 }
 
 /// The active Preset of host `id` and the facts to compile it with.
@@ -453,10 +461,14 @@ async fn finalize(
         return Ok(ok_json(&json!({})));
     };
     let (rules, _) = rewrite::rules_from_config(entry.parsed.stack.regex.as_ref());
-    Ok(ok_json(&match rewrite::finalize(&rules, &message.message) {
-        Some((message, diagnostics)) => json!({ "message": message, "diagnostics": diagnostics }),
-        None => json!({}),
-    }))
+    Ok(ok_json(
+        &match rewrite::finalize(&rules, &message.message) {
+            Some((message, diagnostics)) => {
+                json!({ "message": message, "diagnostics": diagnostics })
+            }
+            None => json!({}),
+        },
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -506,6 +518,3 @@ pub fn command_ok(result: &Value) -> ApiResult<()> {
     )
     .with_details(result.clone()))
 }
-
-/// The body limit of host routes, for docs and tests.
-pub const LIMIT: usize = HOST_BODY_LIMIT;

@@ -1,0 +1,191 @@
+//! The live-host protocol (`/api/host/...`) against bad input: every refusal names the problem
+//! and changes nothing. The host here is this test, speaking the protocol; the tests that claim
+//! Pi behaviour drive a real Pi (e2e/tests/pi_live.rs).
+
+mod support;
+
+use std::time::Duration;
+
+use reqwest::blocking::Client;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{Dirs, Server};
+
+const LEAN: &str = r#"{"schemaVersion":2,"type":"pi-forge.prompt-stack","id":"lean","mode":"replace","items":[{"id":"sys","kind":"block","role":"system","content":"LEAN"}]}"#;
+
+struct Host {
+    _dirs: Dirs,
+    server: Server,
+    client: Client,
+}
+
+impl Host {
+    fn new() -> Host {
+        let dirs = Dirs::new();
+        dirs.write(".pi/forge/prompt-stacks/lean.json", LEAN);
+        let server = Server::start(&dirs, &[], &[]);
+        let client = Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        Host {
+            _dirs: dirs,
+            server,
+            client,
+        }
+    }
+
+    fn post(&self, path: &str, body: &str) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .post(self.server.url(path))
+            .header("x-pi-forge-token", &self.server.token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        let status = response.status();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+
+    fn live(&self) -> Value {
+        self.client
+            .get(self.server.url("/api/live"))
+            .header("x-pi-forge-token", &self.server.token)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    }
+}
+
+fn hello(session: &str) -> Value {
+    json!({
+        "protocol": 1, "extensionVersion": "0.1.0", "piVersion": "1.6.0", "mode": "rpc",
+        "hasUI": true, "cwd": "/w", "sessionId": session, "projectTrusted": true,
+        "facts": {"tools": [{"name": "read"}], "activeTools": ["read"]}, "entries": []
+    })
+}
+
+#[test]
+fn malformed_host_messages_are_refused_and_change_nothing() {
+    let h = Host::new();
+    let (status, body) = h.post("/api/host/hello", "{\"protocol\": 1");
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "invalid_json");
+
+    let (status, body) = h.post("/api/host/hello", r#"{"protocol": 7}"#);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "protocol_mismatch");
+    assert_eq!(
+        body["error"],
+        "This pi-forge server speaks host protocol 1, the extension sent 7. Run `pi-forge pi install` to update the extension."
+    );
+
+    let mut bad = hello("s1");
+    bad["facts"]["tools"] = json!("read");
+    let (status, body) = h.post("/api/host/hello", &bad.to_string());
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "invalid_host_message");
+    assert_eq!(
+        body["error"],
+        "Malformed hello message: invalid type: string \"read\", expected a sequence."
+    );
+
+    let (status, body) = h.post("/api/host/hello", "[1, 2]");
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "The hello body must be a JSON object, not array.");
+    assert_eq!(h.live(), json!({"connected": false}));
+}
+
+#[test]
+fn unknown_hosts_stale_sessions_and_oversized_bodies_are_refused() {
+    let h = Host::new();
+    let (status, welcome) = h.post("/api/host/hello", &hello("s1").to_string());
+    assert_eq!(status, StatusCode::OK, "{welcome}");
+    let id = welcome["hostId"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 24);
+    assert_eq!(welcome["protocol"], 1);
+    // The only stack is not auto-activating: a fresh session starts without a Preset.
+    assert_eq!(welcome["activeStackId"], Value::Null);
+    assert_eq!(welcome["entries"], json!([]));
+
+    let turn = json!({"sessionId": "s1", "prompt": "hi", "clock": {"epochMs": 0, "utcOffsetMinutes": 0}, "facts": {}});
+    let (status, body) = h.post("/api/host/nope/turn", &turn.to_string());
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "unknown_host");
+    assert_eq!(
+        body["error"],
+        "Unknown live host nope: it disconnected or was replaced. Say hello again."
+    );
+
+    let stale = json!({"sessionId": "old", "prompt": "hi", "clock": {"epochMs": 0}, "facts": {}});
+    let (status, body) = h.post(&format!("/api/host/{id}/turn"), &stale.to_string());
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["code"], "stale_session");
+    assert_eq!(
+        body["error"],
+        "Session old is not the live session (s1); the request was ignored."
+    );
+
+    let (status, body) = h.post(
+        &format!("/api/host/{id}/turn"),
+        &json!({"sessionId": "s1", "clock": 5, "facts": {}}).to_string(),
+    );
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "invalid_host_message");
+
+    // Over the host limit (32,000,000 bytes): 413, and the host keeps its facts.
+    let huge = format!(
+        r#"{{"sessionId":"s1","messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "x".repeat(32_000_001)
+    );
+    let (status, body) = h.post(&format!("/api/host/{id}/context"), &huge);
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(body["code"], "body_too_large");
+
+    // A valid turn without a Preset adds nothing.
+    let (status, body) = h.post(&format!("/api/host/{id}/turn"), &turn.to_string());
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"active": false}));
+
+    // The host never opened its command stream: after the grace period it is gone.
+    std::thread::sleep(Duration::from_millis(5_500));
+    let (status, body) = h.post(&format!("/api/host/{id}/turn"), &turn.to_string());
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "unknown_host");
+    assert_eq!(h.live(), json!({"connected": false}));
+}
+
+#[test]
+fn a_second_session_is_told_the_project_is_taken() {
+    let h = Host::new();
+    let (_, welcome) = h.post("/api/host/hello", &hello("s1").to_string());
+    let id = welcome["hostId"].as_str().unwrap().to_string();
+    // Open the first host's command stream (it stays open while the response lives).
+    let stream = h
+        .client
+        .get(h.server.url(&format!("/api/host/{id}/commands")))
+        .header("x-pi-forge-token", &h.server.token)
+        .send()
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let live = h.live();
+    assert_eq!(live["connected"], true);
+    assert_eq!(live["sessionId"], "s1");
+
+    let (status, body) = h.post("/api/host/hello", &hello("s2").to_string());
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["code"], "host_busy");
+    assert_eq!(
+        body["error"],
+        "Another Pi session (s1) is already connected to this project's editor. Use `/forge ui restart` in this session to take over."
+    );
+    assert_eq!(h.live()["sessionId"], "s1");
+
+    let mut takeover = hello("s2");
+    takeover["takeover"] = json!(true);
+    let (status, _) = h.post("/api/host/hello", &takeover.to_string());
+    assert_eq!(status, StatusCode::OK);
+    drop(stream);
+}
