@@ -656,7 +656,7 @@ pub fn runtime_of(
                 None => t.prompt_guidelines.clone(),
             },
             source: source_label(t.source_info.as_ref()),
-            active: active.iter().any(|a| *a == t.name),
+            active: active.contains(&t.name),
         })
         .collect();
     RuntimeSnapshot {
