@@ -1,8 +1,39 @@
-//! Browser smoke test: the real `pi-forge ui` binary in headless Chromium.
+//! Browser smoke tests: the real `pi-forge ui` binary in headless Chromium. `pi-forge ui` runs
+//! without a live Pi session here: the top bar says so, and Activate explains why it cannot act.
 
 mod support;
 
-use support::{Browser, Server};
+use serde_json::json;
+use support::{
+    pretty, sample_stack, Browser, Server, NO_LIVE_CREATE_NOTE, NO_LIVE_SESSION,
+    NO_LIVE_SESSION_ERROR,
+};
+
+/// The live-session indicator without a session: muted "No live session", with the reason in
+/// its tooltip and accessible label.
+async fn assert_no_live_session(browser: &Browser) {
+    browser
+        .wait_eq(
+            "#live-indicator[data-live='false'] .live-text",
+            "No live session",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "const e = document.getElementById('live-indicator'); return [e.className, e.title, e.getAttribute('aria-label'), e.getAttribute('role')];",
+                vec![]
+            )
+            .await,
+        json!([
+            "live-indicator",
+            NO_LIVE_SESSION,
+            "No live Pi session",
+            "status"
+        ])
+    );
+    assert_eq!(browser.count(".live-mismatch").await, 0);
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_project_renders_the_shell_without_console_errors() {
@@ -31,6 +62,111 @@ async fn empty_project_renders_the_shell_without_console_errors() {
         browser.text(".stack-list .empty").await.as_deref(),
         Some("No prompt stacks found.")
     );
+    assert_no_live_session(&browser).await;
+    let (status, live) = server.api("GET", "/api/live", None, None);
+    assert_eq!((status, live), (200, json!({ "connected": false })));
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// Activate goes to the live Pi session. Without one the server answers 503, the editor shows
+/// the server's words (status line and a banner), and nothing is activated or written; the
+/// create dialogs' "activate" box is off and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activate_without_a_live_session_explains_why_and_changes_nothing() {
+    let mut solo = sample_stack("solo", "Solo", "Solo text.");
+    solo["autoActivate"] = json!(true);
+    let path = "project/.pi/forge/prompt-stacks/solo.json";
+    let text = pretty(&solo);
+    let server = Server::start_with(&[(path, &text)], &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("Loaded solo").await;
+    assert_no_live_session(&browser).await;
+
+    // Nothing is active, so the editor offers Activate (with the reason in its title).
+    assert_eq!(browser.count(".badge.active").await, 0);
+    assert_eq!(browser.count(".editor button.deactivate").await, 0);
+    assert!(browser.enabled(".editor button.activate").await);
+    assert_eq!(
+        browser
+            .js(
+                "const b = document.querySelector('.editor button.activate'); return [b.textContent, b.title];",
+                vec![]
+            )
+            .await,
+        json!(["Activate", NO_LIVE_SESSION])
+    );
+
+    browser.click(".editor button.activate").await;
+    browser
+        .wait_status(&format!("Not activated: {NO_LIVE_SESSION_ERROR}"))
+        .await;
+    browser
+        .expect_failed_requests(
+            &server,
+            &["/api/stacks/project%3Asolo/activate 503 (Service Unavailable)"],
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.status').className;",
+                vec![]
+            )
+            .await,
+        json!("status error")
+    );
+    assert_eq!(
+        browser.text(".editor .live-error span").await.as_deref(),
+        Some(format!("project:solo was not activated. {NO_LIVE_SESSION_ERROR}").as_str())
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.editor .live-error').getAttribute('role');",
+                vec![]
+            )
+            .await,
+        json!("alert")
+    );
+    // Nothing changed: no active badge, the same file, no active Preset on the server.
+    assert_eq!(browser.count(".badge.active").await, 0);
+    assert_eq!(
+        browser.text(".editor button.activate").await.as_deref(),
+        Some("Activate")
+    );
+    assert_eq!(server.read(path), text);
+    let (status, list) = server.api("GET", "/api/stacks", None, None);
+    assert_eq!(status, 200);
+    assert_eq!(list["activeId"], json!(null));
+    assert_eq!(list["stacks"][0]["active"], json!(false));
+    assert_no_live_session(&browser).await;
+
+    // The banner goes when dismissed.
+    browser.click(".editor .live-error button.dismiss").await;
+    browser.wait_count(".editor .live-error", 0).await;
+
+    // New Preset: "Activate it now" is off and disabled, with the reason beside it.
+    browser.click("button.new-stack").await;
+    browser.wait_eq(".modal #dialog-title", "New Preset").await;
+    assert!(!browser.enabled(".modal input[name=activate]").await);
+    assert_eq!(
+        browser
+            .js(
+                "const c = document.querySelector('.modal input[name=activate]'); return [c.checked, c.getAttribute('aria-describedby')];",
+                vec![]
+            )
+            .await,
+        json!([false, "activate-note"])
+    );
+    assert_eq!(
+        browser.text(".modal #activate-note").await.as_deref(),
+        Some(NO_LIVE_CREATE_NOTE)
+    );
+    browser.click(".modal button.cancel").await;
+    browser.wait_count(".modal", 0).await;
 
     browser.assert_no_errors().await;
     browser.close().await;

@@ -1,13 +1,16 @@
 //! Browser tests of edge flows: an untrusted project, repairing a file that is not JSON, legacy
-//! and shadowed stacks, a large stack, a server that went away, and fork + activate from the
-//! UI. One server and one headless browser per test; every wait polls.
+//! and shadowed stacks, a large stack, a server that went away, and fork + Activate without a
+//! live Pi session (the file is written, nothing is activated, Activate says why). One server and one headless browser per test; every wait polls.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{pretty, sample_stack, Browser, Server, WAIT};
+use support::{
+    pretty, sample_stack, Browser, Server, NO_LIVE_CREATE_NOTE, NO_LIVE_SESSION,
+    NO_LIVE_SESSION_ERROR, WAIT,
+};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 const LEGACY: &str = "project/.pi/prompt-stacks";
@@ -633,18 +636,25 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7. Fork and activate from the UI
+// 7. Fork, and Activate without a live Pi session
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fork_to_global_and_activate_from_the_menu() {
+async fn fork_to_global_without_a_live_session_writes_the_copy_and_activates_nothing() {
     let mut base = sample_stack("base", "Base", "Base text.");
     base["autoActivate"] = json!(true);
     base["x-custom"] = json!({ "kept": true });
     let files = vec![(project_path("base"), pretty(&base))];
     let (server, browser) = start(&files, &[], "base").await;
+    // autoActivate is for a new Pi session; without one nothing is active.
+    browser
+        .wait_eq(
+            "#live-indicator[data-live='false'] .live-text",
+            "No live session",
+        )
+        .await;
     let active = ".stack-row[data-selector='project:base'] .badge.active";
-    browser.wait_eq(active, "active").await;
+    assert_eq!(browser.count(active).await, 0);
 
     browser.click("button.more-toggle").await;
     browser.click(".more .menu button.fork").await;
@@ -663,7 +673,8 @@ async fn fork_to_global_and_activate_from_the_menu() {
         .await;
     browser.fill(".modal select[name=scope]", "global").await;
     browser.wait_eq(".modal .field-note", "Available.").await;
-    browser.click(".modal input[name=activate]").await;
+    // "Activate the fork" is off and disabled, and says why.
+    assert!(!browser.enabled(".modal input[name=activate]").await);
     assert_eq!(
         browser
             .js(
@@ -671,7 +682,11 @@ async fn fork_to_global_and_activate_from_the_menu() {
                 vec![]
             )
             .await,
-        json!(true)
+        json!(false)
+    );
+    assert_eq!(
+        browser.text(".modal .activate-note").await.as_deref(),
+        Some(NO_LIVE_CREATE_NOTE)
     );
     browser.click_text(".modal button.primary", "Fork").await;
     browser.wait_status("Forked to base-fork").await;
@@ -684,14 +699,12 @@ async fn fork_to_global_and_activate_from_the_menu() {
     wait_file_text(&server, &global_path("base-fork"), &pretty(&want)).await;
     assert_eq!(server.read(&project_path("base")), pretty(&base));
 
-    // The fork is open, listed under Global and active; the source is not active any more.
+    // The fork is open and listed under Global; nothing is active.
     browser
         .wait_eq(".editor .selector", "global:base-fork")
         .await;
     let fork_row = ".stack-row[data-selector='global:base-fork']";
-    browser
-        .wait_eq(&format!("{fork_row} .badge.active"), "active")
-        .await;
+    browser.wait_css(fork_row).await;
     assert_eq!(
         browser
             .js(
@@ -701,16 +714,41 @@ async fn fork_to_global_and_activate_from_the_menu() {
             .await,
         json!("true")
     );
-    browser
-        .wait_eq(".editor .title-line .badge.active", "active")
-        .await;
+    assert_eq!(browser.count(".badge.active").await, 0);
     assert_eq!(scope_counts(&browser).await, ["1", "1"]);
+
+    // Activate goes to the live session: without one it says why and changes nothing.
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.editor button.activate').title;",
+                vec![]
+            )
+            .await,
+        json!(NO_LIVE_SESSION)
+    );
+    browser.click(".editor button.activate").await;
+    browser
+        .wait_status(&format!("Not activated: {NO_LIVE_SESSION_ERROR}"))
+        .await;
+    browser
+        .expect_failed_requests(
+            &server,
+            &["/api/stacks/global%3Abase-fork/activate 503 (Service Unavailable)"],
+        )
+        .await;
+    assert_eq!(
+        browser.text(".editor .live-error span").await.as_deref(),
+        Some(format!("global:base-fork was not activated. {NO_LIVE_SESSION_ERROR}").as_str())
+    );
+    assert_eq!(browser.count(".badge.active").await, 0);
+    assert_eq!(browser.count(".editor button.deactivate").await, 0);
     scope(&browser, "Project").await;
-    browser.wait_count(active, 0).await;
+    assert_eq!(browser.count(active).await, 0);
 
     let (status, list) = server.api("GET", "/api/stacks", None, None);
     assert_eq!(status, 200);
-    assert_eq!(list["activeId"], json!("global:base-fork"));
+    assert_eq!(list["activeId"], json!(null));
     let rows: Vec<(String, bool)> = list["stacks"]
         .as_array()
         .unwrap()
@@ -725,10 +763,12 @@ async fn fork_to_global_and_activate_from_the_menu() {
     assert_eq!(
         rows,
         [
-            ("global:base-fork".to_string(), true),
+            ("global:base-fork".to_string(), false),
             ("project:base".to_string(), false)
         ]
     );
+    assert_eq!(server.read(&global_path("base-fork")), pretty(&want));
+    assert_eq!(server.read(&project_path("base")), pretty(&base));
 
     browser.assert_no_errors().await;
     browser.close().await;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
 use serde_json::{json, Value};
-use support::{http_get, pretty, sample_stack, Browser, Server, WAIT};
+use support::{http_get, pretty, sample_stack, Browser, Server, NO_LIVE_CREATE_NOTE, WAIT};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 
@@ -291,7 +291,8 @@ async fn happy_path_rename_validate_policy_regex_save_export_import() {
         .find(|r| r["selector"] == "project:imported-browser")
         .expect("the imported stack is listed");
     assert_eq!(row["active"], json!(false));
-    assert_eq!(list["activeId"], json!("project:default"));
+    // autoActivate names the Preset a new Pi session starts with; without one nothing is active.
+    assert_eq!(list["activeId"], json!(null));
     // The imported Preset is open now.
     browser.wait_eq(".stack-title", "Imported").await;
 
@@ -714,13 +715,34 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
         .fill(".modal input[name=new-id]", "replacement")
         .await;
     browser.wait_eq(".modal .field-note", "Available.").await;
+    // Without a live Pi session "Activate it now" is off and says why.
+    assert!(!browser.enabled(".modal input[name=activate]").await);
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.modal input[name=activate]').checked;",
+                vec![]
+            )
+            .await,
+        json!(false)
+    );
+    assert_eq!(
+        browser.text(".modal .activate-note").await.as_deref(),
+        Some(NO_LIVE_CREATE_NOTE)
+    );
     assert!(browser.enabled(".modal button.create").await);
     browser.click(".modal button.create").await;
     browser.wait_status("Created replacement").await;
     browser.wait_count(".modal", 0).await;
     browser
-        .wait_css(".stack-row[data-selector='project:replacement'] .badge.active")
+        .wait_css(".stack-row[data-selector='project:replacement']")
         .await;
+    assert_eq!(
+        browser
+            .count(".stack-row[data-selector='project:replacement'] .badge.active")
+            .await,
+        0
+    );
     assert_eq!(
         server.read_json(&stack_path("replacement")),
         json!({
@@ -738,8 +760,9 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
             ]
         })
     );
+    // Written, not activated: nothing is active without a live session.
     let (_, list) = server.api("GET", "/api/stacks", None, None);
-    assert_eq!(list["activeId"], json!("project:replacement"));
+    assert_eq!(list["activeId"], json!(null));
 
     // An id that exists now is refused as you type.
     browser.click("button.new-stack").await;

@@ -1,16 +1,17 @@
 //! Browser tests of the agent profiles surface (web-editor spec §5, scenarios 5, 7, 9, 14, 11).
 //!
 //! `pi-forge ui` runs without a live Pi session here, so profiles cannot be applied: the Apply
-//! button is disabled and says why. The apply, drift and rollback parts of scenarios 7, 8 and 10
-//! (and the model datalists of scenario 9, which need Pi's model registry) are therefore not
-//! covered; everything else is, with exact values.
+//! button is disabled and says why (`rows_and_detail_explain_themselves…`). The apply, drift and
+//! rollback parts of scenarios 7, 8 and 10 (and the model datalists of scenario 9, which need
+//! Pi's model registry) need a real Pi and belong to the live-bridge tests (`pi_*.rs`);
+//! everything else is covered here, with exact values.
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{Browser, Server};
+use support::{Browser, Server, NO_LIVE_SESSION};
 
 const STACKS: &str = "project/.pi/forge/prompt-stacks";
 const PROFILES: &str = "project/.pi/forge/agent-profiles";
@@ -881,8 +882,28 @@ async fn rows_and_detail_explain_themselves_and_the_form_takes_focus() {
     assert!(!browser.enabled(".profile-detail button.apply").await);
     assert_eq!(
         browser.text(".profile-detail .apply-note").await.as_deref(),
-        Some("Apply needs a live Pi session: run /forge ui inside Pi. The preflight below shows what it would do.")
+        Some("Apply needs a live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install). The preflight below shows what it would do.")
     );
+    assert_eq!(
+        browser
+            .js(
+                "return document.querySelector('.profile-detail button.apply').title;",
+                vec![],
+            )
+            .await,
+        json!(NO_LIVE_SESSION)
+    );
+    // The status line says there is no session, and nothing was applied.
+    assert_eq!(
+        browser.text(".profile-status .no-live").await.as_deref(),
+        Some("no live Pi session")
+    );
+    assert_eq!(
+        browser.text(".profile-status .last").await.as_deref(),
+        Some("No profile has been applied")
+    );
+    assert_eq!(browser.count(".profile-status .drift").await, 0);
+    assert_eq!(browser.count(".apply-result").await, 0);
     assert_eq!(
         browser
             .js(

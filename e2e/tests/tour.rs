@@ -99,7 +99,12 @@ async fn wide_tour_light_and_dark() {
     stop(
         &browser,
         "presets-items",
-        &["button.save", "button.new-stack", ".item-list"],
+        &[
+            "button.save",
+            "button.new-stack",
+            ".item-list",
+            "#live-indicator",
+        ],
     )
     .await;
 
@@ -163,7 +168,12 @@ async fn wide_tour_light_and_dark() {
         .click(".profile-row[data-selector='project:reviewer']")
         .await;
     browser.wait_text(".preflight", "Ready to apply").await;
-    stop(&browser, "profiles", &["button.new-profile", "button.edit"]).await;
+    stop(
+        &browser,
+        "profiles",
+        &["button.new-profile", "button.edit", "#live-indicator"],
+    )
+    .await;
     browser
         .click(".profile-row[data-selector='project:legacy-triage']")
         .await;
@@ -194,7 +204,7 @@ async fn narrow_tour() {
     stop(
         &browser,
         "mobile-presets",
-        &["button.save", "button.new-stack"],
+        &["button.save", "button.new-stack", "#live-indicator"],
     )
     .await;
 
