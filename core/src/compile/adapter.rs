@@ -9,9 +9,10 @@ pub(crate) mod template {
 }
 
 pub(crate) mod rewrite {
+    pub(crate) use crate::rewrite::field;
     pub use crate::rewrite::{
-        apply_compiled_messages, apply_compiled_system, apply_history, finalize_rule_count,
-        rules_from_config, Rule,
+        apply_compiled_messages_in_place, apply_compiled_system, apply_history_shared,
+        finalize_rule_count, rules_from_config, Rule,
     };
 }
 

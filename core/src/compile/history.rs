@@ -1,26 +1,39 @@
 //! The chat-history pipeline (prompt-stacks spec §4 "Chat-history pipeline", steps 1–7).
 //!
-//! Messages that no step touches are moved through unchanged, so they compare equal to the host's.
+//! The pipeline borrows the host's messages: a message is copied only when a step changes it
+//! (removing thinking or tool-call parts), and messages that are filtered or trimmed away are never
+//! copied. Unchanged messages compare equal to the host's.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::adapter::rewrite::field;
 use super::slots::{flag, include};
 use crate::diag::Diagnostic;
 use crate::js::{is_positive_integer, is_string_array, js_string};
 use crate::json::utf16_len;
-use crate::message::{preview_text, role};
+use crate::message::preview_text;
+
+/// The message's `role` when it is a string, or `""`.
+fn role(message: &Value) -> &str {
+    field(message, "role").and_then(Value::as_str).unwrap_or("")
+}
+
+fn content_parts(message: &Value) -> Option<&Vec<Value>> {
+    field(message, "content").and_then(Value::as_array)
+}
 
 /// Runs the pipeline for one `chat-history` item. Diagnostics carry `item_id`.
-pub(crate) fn pipeline(
-    host: &[Value],
+pub(crate) fn pipeline<'h>(
+    host: &'h [Value],
     options: Option<&Map<String, Value>>,
     item_id: &str,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<Value> {
+) -> Vec<Cow<'h, Value>> {
     let info = |message: String| Diagnostic::info(message).with_item(item_id);
-    let mut messages: Vec<Value> = host.to_vec();
+    let mut messages: Vec<Cow<'h, Value>> = host.iter().map(Cow::Borrowed).collect();
     let mut repair = false;
 
     // 1. The last user message, even a blank one.
@@ -83,8 +96,7 @@ pub(crate) fn pipeline(
         let before = messages.len();
         messages.retain(|m| role(m) != "toolResult");
         let results = before - messages.len();
-        let stripped = strip_parts(messages, |_, part| part_type(part) == "toolCall");
-        messages = stripped.messages;
+        let stripped = strip_parts(&mut messages, |_, part| part_type(part) == "toolCall");
         if stripped.parts > 0 || results > 0 {
             diagnostics.push(info(format!(
                 "Dropped tool history from chat-history: removed {} tool call(s), dropped {results} tool result message(s){}",
@@ -96,10 +108,9 @@ pub(crate) fn pipeline(
 
     // 5. Assistant thinking.
     if flag(options, "stripAssistantThinking") {
-        let stripped = strip_parts(messages, |role, part| {
+        let stripped = strip_parts(&mut messages, |role, part| {
             role == "assistant" && part_type(part) == "thinking"
         });
-        messages = stripped.messages;
         if stripped.parts > 0 {
             let suffix = if stripped.dropped > 0 {
                 format!(
@@ -169,7 +180,7 @@ fn positive(options: Option<&Map<String, Value>>, key: &str) -> Option<usize> {
 }
 
 fn part_type(part: &Value) -> &str {
-    part.get("type").and_then(Value::as_str).unwrap_or("")
+    field(part, "type").and_then(Value::as_str).unwrap_or("")
 }
 
 fn empty_suffix(empty: usize) -> String {
@@ -182,7 +193,6 @@ fn empty_suffix(empty: usize) -> String {
 
 /// What [`strip_parts`] did.
 struct Stripped {
-    messages: Vec<Value>,
     /// Parts removed.
     parts: usize,
     /// Messages that lost at least one part (dropped ones included).
@@ -191,44 +201,78 @@ struct Stripped {
     dropped: usize,
 }
 
-/// Removes the content parts `remove` selects from every message with array content; a message
-/// whose content becomes empty is dropped. Untouched messages are moved through as they are.
-fn strip_parts(messages: Vec<Value>, remove: impl Fn(&str, &Value) -> bool) -> Stripped {
+/// Removes the content parts `remove` selects from every message with array content, in place; a
+/// message whose content becomes empty is dropped. Untouched messages stay as they are; a borrowed
+/// message is copied (without the removed parts) only when it keeps some parts and loses others.
+fn strip_parts(
+    messages: &mut Vec<Cow<'_, Value>>,
+    remove: impl Fn(&str, &Value) -> bool,
+) -> Stripped {
     let mut out = Stripped {
-        messages: Vec::with_capacity(messages.len()),
         parts: 0,
         touched: 0,
         dropped: 0,
     };
-    for mut message in messages {
-        let message_role = role(&message).to_string();
-        let removed = match message.get("content").and_then(Value::as_array) {
-            Some(parts) => parts.iter().filter(|p| remove(&message_role, p)).count(),
-            None => 0,
+    messages.retain_mut(|message| {
+        let (removed, total) = match content_parts(message) {
+            Some(parts) => {
+                let message_role = role(message);
+                (
+                    parts.iter().filter(|p| remove(message_role, p)).count(),
+                    parts.len(),
+                )
+            }
+            None => (0, 0),
         };
         if removed == 0 {
-            out.messages.push(message);
-            continue;
+            return true;
         }
         out.parts += removed;
         out.touched += 1;
-        let mut empty = false;
-        if let Some(Value::Array(parts)) = message.get_mut("content") {
-            parts.retain(|p| !remove(&message_role, p));
-            empty = parts.is_empty();
-        }
-        if empty {
+        if removed == total {
             out.dropped += 1;
-        } else {
-            out.messages.push(message);
+            return false;
         }
-    }
+        match message {
+            Cow::Borrowed(borrowed) => {
+                let borrowed: &Value = borrowed;
+                let message_role = role(borrowed);
+                *message = Cow::Owned(clone_keeping_parts(borrowed, |p| !remove(message_role, p)));
+            }
+            Cow::Owned(owned) => {
+                let message_role = role(owned).to_string();
+                if let Some(Value::Array(parts)) = owned.get_mut("content") {
+                    parts.retain(|p| !remove(&message_role, p));
+                }
+            }
+        }
+        true
+    });
     out
+}
+
+/// A copy of `message` whose content array keeps only the parts `keep` accepts; the removed
+/// parts are never copied.
+fn clone_keeping_parts(message: &Value, keep: impl Fn(&Value) -> bool) -> Value {
+    let Value::Object(map) = message else {
+        return message.clone();
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        let value = match (key.as_str(), value) {
+            ("content", Value::Array(parts)) => {
+                Value::Array(parts.iter().filter(|p| keep(p)).cloned().collect())
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
 }
 
 /// `String(message.role ?? "")`.
 fn message_role(message: &Value) -> std::borrow::Cow<'_, str> {
-    match message.get("role") {
+    match field(message, "role") {
         None | Some(Value::Null) => "".into(),
         Some(Value::String(s)) => s.as_str().into(),
         Some(other) => js_string(other).into(),
@@ -238,7 +282,7 @@ fn message_role(message: &Value) -> std::borrow::Cow<'_, str> {
 /// The first of `keys` whose value is a non-empty string (other values are skipped).
 fn first_id<'v>(value: &'v Value, keys: [&str; 3]) -> Option<&'v str> {
     keys.iter()
-        .filter_map(|k| value.get(*k).and_then(Value::as_str))
+        .filter_map(|k| field(value, k).and_then(Value::as_str))
         .find(|s| !s.is_empty())
 }
 
@@ -260,37 +304,64 @@ fn is_tool_result(message: &Value) -> bool {
 
 /// Drops tool results without a matching call, strips calls without a matching result, and drops
 /// messages left empty.
-fn repair_tool_pairs(
-    messages: Vec<Value>,
+fn repair_tool_pairs<'h>(
+    messages: Vec<Cow<'h, Value>>,
     item_id: &str,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<Value> {
+) -> Vec<Cow<'h, Value>> {
     // As the original: call ids come from every object part of every message with array
     // content; result ids from the tool results.
-    let mut call_ids: HashSet<String> = HashSet::new();
-    let mut result_ids: HashSet<String> = HashSet::new();
-    for message in &messages {
-        if let Some(parts) = message.get("content").and_then(Value::as_array) {
-            call_ids.extend(parts.iter().filter_map(call_id).map(str::to_string));
-        }
-        if is_tool_result(message) {
-            if let Some(id) = result_id(message) {
-                result_ids.insert(id.to_string());
+    let (keep, dangling_calls) = {
+        let mut call_ids: HashSet<&str> = HashSet::new();
+        let mut result_ids: HashSet<&str> = HashSet::new();
+        for message in &messages {
+            if let Some(parts) = content_parts(message) {
+                call_ids.extend(parts.iter().filter_map(call_id));
+            }
+            if is_tool_result(message) {
+                if let Some(id) = result_id(message) {
+                    result_ids.insert(id);
+                }
             }
         }
-    }
+        let keep: Vec<bool> = messages
+            .iter()
+            .map(|m| !is_tool_result(m) || result_id(m).is_some_and(|id| call_ids.contains(id)))
+            .collect();
+        let dangling = messages.iter().any(|m| {
+            role(m) != "toolResult"
+                && content_parts(m).is_some_and(|parts| {
+                    parts.iter().any(|p| {
+                        part_type(p) == "toolCall"
+                            && !call_id(p).is_some_and(|id| result_ids.contains(id))
+                    })
+                })
+        });
+        // The result ids outlive the borrow only when some call must be stripped.
+        let owned = dangling.then(|| {
+            result_ids
+                .iter()
+                .map(|id| id.to_string())
+                .collect::<HashSet<String>>()
+        });
+        (keep, owned)
+    };
     let before = messages.len();
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .filter(|m| !is_tool_result(m) || result_id(m).is_some_and(|id| call_ids.contains(id)))
-        .collect();
+    let mut keep = keep.into_iter();
+    let mut messages = messages;
+    messages.retain(|_| keep.next().unwrap_or(true));
     let results = before - messages.len();
-    let stripped = strip_parts(messages, |role, part| {
-        role != "toolResult"
-            && part_type(part) == "toolCall"
-            && !call_id(part).is_some_and(|id| result_ids.contains(id))
-    });
-    let (calls, empty) = (stripped.parts, stripped.dropped);
+    let (calls, empty) = match dangling_calls {
+        Some(result_ids) => {
+            let stripped = strip_parts(&mut messages, |role, part| {
+                role != "toolResult"
+                    && part_type(part) == "toolCall"
+                    && !call_id(part).is_some_and(|id| result_ids.contains(id))
+            });
+            (stripped.parts, stripped.dropped)
+        }
+        None => (0, 0),
+    };
     if calls > 0 || results > 0 {
         diagnostics.push(
             Diagnostic::info(format!(
@@ -300,5 +371,5 @@ fn repair_tool_pairs(
             .with_item(item_id),
         );
     }
-    stripped.messages
+    messages
 }

@@ -54,6 +54,7 @@ pub mod preview;
 mod slots;
 mod synthetic;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -490,7 +491,9 @@ impl<'a> Compiler<'a> {
             .as_ref()
             .and_then(|d| d.get("syntheticMessagesVisible"))
             == Some(&Value::Bool(true));
-        let mut out: Vec<CompiledMessage> = Vec::new();
+        // The chat-history pipeline borrows `host`; only the messages it keeps are copied.
+        let mut values: Vec<Value> = Vec::with_capacity(host.len() + stack.items.len());
+        let mut sources: Vec<MessageSource> = Vec::with_capacity(host.len() + stack.items.len());
         let mut inserted = false;
         for item in stack.items.iter().filter(|i| i.is_enabled()) {
             if item.slot_name() == Some(CHAT_HISTORY_SLOT) {
@@ -501,20 +504,17 @@ impl<'a> Compiler<'a> {
                     );
                     continue;
                 }
-                let expanded = history::pipeline(host, item.options(), &item.id, &mut diagnostics);
-                let (expanded, rule_diagnostics) = rewrite::apply_history(&self.rules, expanded);
-                diagnostics.extend(rule_diagnostics);
+                let mut expanded =
+                    history::pipeline(host, item.options(), &item.id, &mut diagnostics);
+                diagnostics.extend(rewrite::apply_history_shared(&self.rules, &mut expanded));
                 let count = expanded.len();
-                out.extend(expanded.into_iter().enumerate().map(|(index, message)| {
-                    CompiledMessage {
-                        message,
-                        source: MessageSource::ChatHistory {
-                            item_id: item.id.clone(),
-                            item_name: item.name.clone(),
-                            history_index: index + 1,
-                            history_count: count,
-                        },
-                    }
+                // The one copy of what no step or rule changed: the output owns its messages.
+                values.extend(expanded.into_iter().map(Cow::into_owned));
+                sources.extend((0..count).map(|index| MessageSource::ChatHistory {
+                    item_id: item.id.clone(),
+                    item_name: item.name.clone(),
+                    history_index: index + 1,
+                    history_count: count,
                 }));
                 inserted = true;
                 continue;
@@ -529,22 +529,21 @@ impl<'a> Compiler<'a> {
             }
             let message =
                 synthetic::synthetic_message(role, text, self.runtime, visible, &self.stack_id);
-            out.push(CompiledMessage {
-                message,
-                source: MessageSource::StackItem {
-                    item_id: item.id.clone(),
-                    item_name: item.name.clone(),
-                    role,
-                },
+            values.push(message);
+            sources.push(MessageSource::StackItem {
+                item_id: item.id.clone(),
+                item_name: item.name.clone(),
+                role,
             });
         }
         if !inserted {
-            out.extend(implicit(host));
+            values.extend(host.iter().cloned());
+            sources.extend(host.iter().map(|_| MessageSource::ImplicitHistory));
         }
-        let (values, sources): (Vec<Value>, Vec<MessageSource>) =
-            out.into_iter().map(|m| (m.message, m.source)).unzip();
-        let (values, rule_diagnostics) = rewrite::apply_compiled_messages(&self.rules, values);
-        diagnostics.extend(rule_diagnostics);
+        diagnostics.extend(rewrite::apply_compiled_messages_in_place(
+            &self.rules,
+            &mut values,
+        ));
         let messages = values
             .into_iter()
             .zip(sources)

@@ -31,6 +31,8 @@
 
 mod text;
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::diag::Diagnostic;
@@ -295,7 +297,13 @@ impl Stats {
 
 /// Runs the history-stage outgoing rules over one chat-history slot's messages. `targets` is
 /// ignored at this stage.
-pub fn apply_history(rules: &[Rule], messages: Vec<Value>) -> (Vec<Value>, Vec<Diagnostic>) {
+pub fn apply_history(rules: &[Rule], mut messages: Vec<Value>) -> (Vec<Value>, Vec<Diagnostic>) {
+    let diagnostics = apply_messages(rules, &mut messages, Stage::History);
+    (messages, diagnostics)
+}
+
+/// [`apply_history`] over borrowed messages: a message is copied only when a rule changes it.
+pub fn apply_history_shared(rules: &[Rule], messages: &mut [Cow<'_, Value>]) -> Vec<Diagnostic> {
     apply_messages(rules, messages, Stage::History)
 }
 
@@ -327,26 +335,57 @@ pub fn apply_compiled_system(rules: &[Rule], text: String) -> (String, Vec<Diagn
 /// Runs the compiled-stage outgoing rules that target `messages` over the full compiled list.
 pub fn apply_compiled_messages(
     rules: &[Rule],
-    messages: Vec<Value>,
+    mut messages: Vec<Value>,
 ) -> (Vec<Value>, Vec<Diagnostic>) {
+    let diagnostics = apply_messages(rules, &mut messages, Stage::Compiled);
+    (messages, diagnostics)
+}
+
+/// [`apply_compiled_messages`] on a list in place.
+pub fn apply_compiled_messages_in_place(rules: &[Rule], messages: &mut [Value]) -> Vec<Diagnostic> {
     apply_messages(rules, messages, Stage::Compiled)
 }
 
-fn apply_messages(
+/// A message the rules can read, and write when they change it: an owned [`Value`], or a
+/// [`Cow`] that is copied on the first write.
+pub trait MessageSlot {
+    fn message(&self) -> &Value;
+    fn message_mut(&mut self) -> &mut Value;
+}
+
+impl MessageSlot for Value {
+    fn message(&self) -> &Value {
+        self
+    }
+    fn message_mut(&mut self) -> &mut Value {
+        self
+    }
+}
+
+impl MessageSlot for Cow<'_, Value> {
+    fn message(&self) -> &Value {
+        self
+    }
+    fn message_mut(&mut self) -> &mut Value {
+        self.to_mut()
+    }
+}
+
+fn apply_messages<M: MessageSlot>(
     rules: &[Rule],
-    mut messages: Vec<Value>,
+    messages: &mut [M],
     stage: Stage,
-) -> (Vec<Value>, Vec<Diagnostic>) {
+) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     for rule in rules
         .iter()
         .filter(|r| r.selected(stage, Effect::Outgoing, Target::Messages))
     {
         let mut stats = Stats::default();
-        transform_messages(&mut messages, rule, &mut stats);
+        transform_messages(messages, rule, &mut stats);
         stats.report(rule, stage.as_str(), Target::Messages, &mut diagnostics);
     }
-    (messages, diagnostics)
+    diagnostics
 }
 
 /// Runs the finalize rules on a finalized message. Only an assistant message (`String(role)` is
@@ -357,7 +396,7 @@ pub fn finalize(rules: &[Rule], message: &Value) -> Option<(Value, Vec<Diagnosti
     if role_string(message) != "assistant" {
         return None;
     }
-    let mut list = vec![message.clone()];
+    let mut list = [Cow::Borrowed(message)];
     let mut diagnostics = Vec::new();
     let mut changed = false;
     for rule in rules
@@ -374,7 +413,8 @@ pub fn finalize(rules: &[Rule], message: &Value) -> Option<(Value, Vec<Diagnosti
     diagnostics.push(Diagnostic::warning(
         "Finalize regex replaced finalized assistant message content; original model output is not preserved in the stored transcript.",
     ));
-    list.pop().map(|m| (m, diagnostics))
+    let [message] = list;
+    Some((message.into_owned(), diagnostics))
 }
 
 /// The number of finalize rules among `rules` (all of which are enabled and runnable).
@@ -401,26 +441,40 @@ pub fn finalize_rule_count_in_config(regex: Option<&Map<String, Value>>) -> usiz
         .count()
 }
 
+/// `value[key]` for an object. Message objects have a handful of keys, so comparing them in order
+/// beats hashing the key (serde_json's map hashes with SipHash); larger objects use the index.
+#[inline]
+pub(crate) fn field<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    let map = value.as_object()?;
+    if map.len() <= 12 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
 /// `String(message.role)`.
-fn role_string(message: &Value) -> String {
-    match message.get("role") {
-        Some(role) => js_string(role),
-        None => "undefined".to_string(),
+fn role_string(message: &Value) -> Cow<'_, str> {
+    match field(message, "role") {
+        Some(Value::String(role)) => Cow::Borrowed(role),
+        Some(role) => Cow::Owned(js_string(role)),
+        None => Cow::Borrowed("undefined"),
     }
 }
 
 /// Indexes the rule may edit: role in `roles`, depth (`len − 1 − index`) within
 /// `minDepth..=maxDepth`, then the last `maxMessages` of those.
-fn eligible_indexes(messages: &[Value], rule: &Rule) -> Vec<usize> {
+fn eligible_indexes<M: MessageSlot>(messages: &[M], rule: &Rule) -> Vec<usize> {
     let len = messages.len();
     let mut indexes: Vec<usize> = (0..len)
         .filter(|&index| {
             let depth = len - 1 - index;
-            rule.roles
-                .as_ref()
-                .is_none_or(|roles| roles.contains(&role_string(&messages[index])))
-                && rule.min_depth.is_none_or(|min| depth >= min)
+            rule.min_depth.is_none_or(|min| depth >= min)
                 && rule.max_depth.is_none_or(|max| depth <= max)
+                && rule.roles.as_ref().is_none_or(|roles| {
+                    let role = role_string(messages[index].message());
+                    roles.iter().any(|r| *r == role)
+                })
         })
         .collect();
     if let Some(max) = rule.max_messages {
@@ -431,8 +485,9 @@ fn eligible_indexes(messages: &[Value], rule: &Rule) -> Vec<usize> {
     indexes
 }
 
-/// Applies one rule to the eligible messages in place; true when any message changed.
-fn transform_messages(messages: &mut [Value], rule: &Rule, stats: &mut Stats) -> bool {
+/// Applies one rule to the eligible messages; true when any message changed. A message is
+/// copied (if it was borrowed) only when the rule changes it.
+fn transform_messages<M: MessageSlot>(messages: &mut [M], rule: &Rule, stats: &mut Stats) -> bool {
     let mut changed = false;
     for index in eligible_indexes(messages, rule) {
         changed |= transform_message(&mut messages[index], rule, stats);
@@ -442,38 +497,49 @@ fn transform_messages(messages: &mut [Value], rule: &Rule, stats: &mut Stats) ->
 
 /// Edits a string `content`, or each `type:"text"` part with a string `text`; every other part
 /// and field is left as it is. True when something changed.
-fn transform_message(message: &mut Value, rule: &Rule, stats: &mut Stats) -> bool {
-    let Some(content) = message.get_mut("content") else {
-        return false;
-    };
-    match content {
-        Value::String(text) => edit_string(text, rule, stats),
-        Value::Array(parts) => {
-            let mut changed = false;
-            for part in parts.iter_mut() {
-                let Some(part) = part.as_object_mut() else {
+fn transform_message<M: MessageSlot>(message: &mut M, rule: &Rule, stats: &mut Stats) -> bool {
+    match field(message.message(), "content") {
+        Some(Value::String(text)) => {
+            let Some(edit) = text::apply_if_matched(rule, text) else {
+                return false;
+            };
+            stats.add(&edit);
+            if !edit.changed {
+                return false;
+            }
+            if let Some(content) = message.message_mut().get_mut("content") {
+                *content = Value::String(edit.text);
+            }
+            true
+        }
+        Some(Value::Array(parts)) => {
+            let mut edits: Vec<(usize, String)> = Vec::new();
+            for (index, part) in parts.iter().enumerate() {
+                if field(part, "type").and_then(Value::as_str) != Some("text") {
+                    continue;
+                }
+                let Some(Value::String(text)) = field(part, "text") else {
                     continue;
                 };
-                if part.get("type").and_then(Value::as_str) != Some("text") {
-                    continue;
-                }
-                if let Some(Value::String(text)) = part.get_mut("text") {
-                    changed |= edit_string(text, rule, stats);
+                if let Some(edit) = text::apply_if_matched(rule, text) {
+                    stats.add(&edit);
+                    if edit.changed {
+                        edits.push((index, edit.text));
+                    }
                 }
             }
-            changed
+            if edits.is_empty() {
+                return false;
+            }
+            if let Some(Value::Array(parts)) = message.message_mut().get_mut("content") {
+                for (index, text) in edits {
+                    if let Some(slot) = parts.get_mut(index).and_then(|p| p.get_mut("text")) {
+                        *slot = Value::String(text);
+                    }
+                }
+            }
+            true
         }
         _ => false,
     }
-}
-
-fn edit_string(text: &mut String, rule: &Rule, stats: &mut Stats) -> bool {
-    let Some(edit) = text::apply_if_matched(rule, text) else {
-        return false;
-    };
-    stats.add(&edit);
-    if edit.changed {
-        *text = edit.text;
-    }
-    edit.changed
 }

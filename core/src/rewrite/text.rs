@@ -100,32 +100,14 @@ pub(crate) fn scope_start(text: &str, max_chars: Option<usize>) -> usize {
 /// The matches `String.prototype.replace` would visit: the first one only for a non-global rule,
 /// otherwise each successive match from where the previous one ended. After an empty match the
 /// search resumes one character (code point) further on, so surrogate pairs are never split.
+/// regress's own iterator steps exactly so, and reuses one matcher for the whole text.
 pub(crate) fn find_matches(regex: &Regex, text: &str, global: bool) -> Vec<Match> {
-    let mut found = Vec::new();
-    let mut pos = 0;
-    while pos <= text.len() {
-        let Some(m) = regex.find_from(text, pos).next() else {
-            break;
-        };
-        pos = if m.start() == m.end() {
-            next_char(text, m.end())
-        } else {
-            m.end()
-        };
-        found.push(m);
-        if !global {
-            break;
-        }
+    let matches = regex.find_iter(text);
+    if global {
+        matches.collect()
+    } else {
+        matches.take(1).collect()
     }
-    found
-}
-
-/// The byte offset one character after `at` (past the end when `at` is the end).
-fn next_char(text: &str, at: usize) -> usize {
-    text[at..]
-        .chars()
-        .next()
-        .map_or(at + 1, |c| at + c.len_utf8())
 }
 
 /// Rewrites `$0` (not followed by a digit) to `$&`, leaving `$$` pairs alone so that `$$0` stays
