@@ -154,38 +154,133 @@ fn conversation(len: usize) -> Vec<Value> {
         .collect()
 }
 
-fn bench_compile() -> Value {
+/// The regex-heavy workload's conversation: [`conversation`] with more text for the rules to
+/// find (requests, e-mail addresses, file paths, TODOs).
+fn regex_conversation(len: usize) -> Vec<Value> {
+    let mut messages = conversation(len);
+    for (i, message) in messages.iter_mut().enumerate() {
+        let text = match i % 4 {
+            0 => format!("Question {i}: Please look at secret-{i} (OOC: aside) and mail dev{i}@example.com about it."),
+            1 => format!("I will read src/file{i}.rs first. TODO: step {i}."),
+            3 => format!("Done with step {i}. Todo next: the tests."),
+            _ => continue,
+        };
+        let parts = message["content"].as_array_mut().expect("array content");
+        if let Some(part) = parts.iter_mut().find(|p| p["type"] == "text") {
+            part["text"] = json!(text);
+        }
+    }
+    messages
+}
+
+/// The regex-heavy workload: 100 items (the compile stack's), a chat-history slot that keeps the
+/// newest 600 messages, and 10 rules in both stages (two case-insensitive, some limited by role,
+/// depth or `maxMessages`).
+fn regex_stack() -> Value {
+    let mut stack = compile_stack();
+    for item in stack["items"].as_array_mut().into_iter().flatten() {
+        if item["id"] == "history" {
+            item["options"] = json!({"maxMessages": 600});
+        }
+    }
+    stack["regex"] = json!({"schemaVersion": 1, "rules": [
+        {"id": "ooc", "stage": "history", "pattern": "\\s*\\(OOC:[^)]+\\)", "flags": "g", "replace": ""},
+        {"id": "secret", "stage": "compiled", "targets": ["messages", "system"], "pattern": "secret-[0-9]+", "flags": "g", "replace": "[redacted]"},
+        {"id": "todo", "stage": "history", "pattern": "\\b(todo|fixme)\\b", "flags": "gi", "replace": "to-do"},
+        {"id": "please", "stage": "history", "pattern": "(please|kindly) look at", "flags": "gi", "replace": "look at", "roles": ["user"]},
+        {"id": "paths", "stage": "history", "pattern": "src/(\\w+)\\.rs", "flags": "g", "replace": "src/$1.rs", "roles": ["assistant"]},
+        {"id": "steps", "stage": "history", "pattern": "step (\\d{2,})", "flags": "g", "replace": "step #$1", "maxMessages": 200},
+        {"id": "fn", "stage": "compiled", "targets": ["messages"], "pattern": "fn main\\(\\) \\{\\}", "flags": "g", "replace": "fn main() { /* elided */ }", "roles": ["toolResult"], "maxMessages": 50},
+        {"id": "email", "stage": "compiled", "targets": ["messages"], "pattern": "[\\w.]+@[\\w.]+\\.[a-z]{2,}", "flags": "g", "replace": "<email>"},
+        {"id": "think", "stage": "history", "pattern": "^Let me think", "flags": "m", "replace": "Thinking", "minDepth": 10},
+        {"id": "spaces", "stage": "compiled", "targets": ["system"], "pattern": " {2,}", "flags": "g", "replace": " "}
+    ]});
+    stack
+}
+
+/// 10 items around a 20-message conversation: what a live turn compiles.
+fn live_turn_stack() -> Value {
+    json!({
+        "schemaVersion": 2, "id": "live", "mode": "append",
+        "parameters": {"audience": "the main agent"},
+        "regex": {"schemaVersion": 1, "rules": [
+            {"id": "ooc", "stage": "history", "pattern": "\\s*\\(OOC:[^)]+\\)", "flags": "g", "replace": ""}
+        ]},
+        "items": [
+            {"kind": "block", "id": "intro", "role": "system", "content": "You help {{ parameters.audience }}."},
+            {"kind": "slot", "id": "tools", "role": "system", "slot": "tools"},
+            {"kind": "slot", "id": "guidelines", "role": "system", "slot": "guidelines"},
+            {"kind": "slot", "id": "context", "role": "system", "slot": "project-context"},
+            {"kind": "slot", "id": "skills", "role": "system", "slot": "skills"},
+            {"kind": "slot", "id": "date", "role": "system", "slot": "date-cwd"},
+            {"kind": "block", "id": "rules", "role": "system", "content": "{% if runtime.tool.read %}Read before editing.{% endif %}"},
+            {"kind": "block", "id": "pre", "role": "user", "content": "Context follows."},
+            {"kind": "slot", "id": "history", "slot": "chat-history", "options": {"stripAssistantThinking": true}},
+            {"kind": "block", "id": "reminder", "role": "user", "content": "Remember: {{ runtime.lastUserMessage }}"}
+        ]
+    })
+}
+
+/// Compiles `stack` over a `len`-message conversation `runs` times (after warm-up runs) and
+/// reports p50/p99.
+fn measure_compile(
+    stack: Value,
+    conversation: Vec<Value>,
+    runs: usize,
+    target_p50_ms: f64,
+) -> Value {
     use forge_core::compile::{compile, CompileInput, MacroRegistry};
     use forge_core::runtime::{Clock, RuntimeSnapshot};
     let parsed = forge_core::stack::parse_stack_value(
-        compile_stack(),
+        stack,
         &forge_core::stack::ParseOptions::new("bench.json"),
     );
     let mut runtime =
         RuntimeSnapshot::default_snapshot("/home/user/project", Clock::utc(1_781_341_687_000));
-    runtime.messages = conversation(1000);
+    let len = conversation.len();
+    runtime.messages = conversation;
     let macros = MacroRegistry::new();
     let input = CompileInput::new(Some(&parsed.stack), &runtime, &macros);
-    let mut samples = Vec::new();
+    let mut samples = Vec::with_capacity(runs);
     let mut messages = 0;
-    for _ in 0..5 {
+    let mut rule_matches = 0;
+    for _ in 0..(runs / 20).max(5) {
         std::hint::black_box(compile(&input)); // warm-up
     }
-    for _ in 0..200 {
+    for _ in 0..runs {
         let start = Instant::now();
         let compiled = compile(std::hint::black_box(&input));
         samples.push(start.elapsed());
         messages = compiled.messages.len();
+        rule_matches = compiled
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.starts_with("Regex rule "))
+            .count();
     }
+    let p50 = ms(percentile(&mut samples, 0.5));
     json!({
         "items": parsed.stack.items().len(),
-        "conversation": 1000,
+        "conversation": len,
         "outputMessages": messages,
+        "rulesThatMatched": rule_matches,
         "stackErrors": parsed.diagnostics.iter().filter(|d| d.is_error()).count(),
         "runs": samples.len(),
-        "p50Ms": ms(percentile(&mut samples, 0.5)),
+        "p50Ms": p50,
         "p90Ms": ms(percentile(&mut samples, 0.9)),
-        "targetP50Ms": 2,
+        "p99Ms": ms(percentile(&mut samples, 0.99)),
+        "targetP50Ms": target_p50_ms,
+        "meetsTarget": p50 <= target_p50_ms,
+    })
+}
+
+/// The three compile workloads: the 100-item stack over 1,000 messages, the regex-heavy one, and
+/// one live turn.
+fn bench_compile() -> Value {
+    json!({
+        "items100x1000": measure_compile(compile_stack(), conversation(1000), 400, 1.0),
+        "regex100x1000": measure_compile(regex_stack(), regex_conversation(1000), 400, 2.5),
+        "liveTurn10x20": measure_compile(live_turn_stack(), conversation(20), 10_000, 0.05),
     })
 }
 
@@ -194,7 +289,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The benchmarks `--only` can name.
-const BENCHMARKS: &[&str] = &["workspace", "compile", "fingerprint", "server"];
+const BENCHMARKS: &[&str] = &["workspace", "compile", "fingerprint", "server", "bridge"];
 
 pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     if let Some(unknown) = only.iter().find(|o| !BENCHMARKS.contains(&o.as_str())) {
@@ -218,6 +313,12 @@ pub fn run(stacks: usize, only: &[String]) -> Result<()> {
         report.insert(
             "server".into(),
             server::bench_server().context("the editor server benchmark failed")?,
+        );
+    }
+    if wanted("bridge") {
+        report.insert(
+            "bridge".into(),
+            server::bench_bridge().context("the live-bridge benchmark failed")?,
         );
     }
     print!("{}", json::to_pretty(&Value::Object(report)));
@@ -463,6 +564,125 @@ mod server {
             {"role": "assistant", "content": [{"type": "text", "text": "I will read it first."}], "timestamp": 2},
             {"role": "user", "content": "Thanks.", "timestamp": 3}
         ])
+    }
+
+    /// The live bridge's added latency per turn (`--only bridge`): what the Pi extension does
+    /// on every user prompt with a Preset active — `POST /api/host/:id/turn` (system prompt and
+    /// tools, from `before_agent_start`) then `POST /api/host/:id/context` (the messages, from
+    /// the first provider request) — for a 50-item Preset and a 200-message conversation, over
+    /// loopback with a new connection per request, as the extension's `fetch` may. The host is
+    /// this benchmark speaking the protocol, with an open command stream like the extension's.
+    pub fn bench_bridge() -> Result<Value> {
+        const ITEMS: usize = 50;
+        const MESSAGES: usize = 200;
+        const WARMUP: usize = 20;
+        const TURNS: usize = 300;
+        const TARGET_P50_MS: f64 = 5.0;
+        const TARGET_P99_MS: f64 = 20.0;
+        let temp = TempDir::new()?;
+        let env = Env {
+            project: temp.0.join("project"),
+            global: temp.0.join("global"),
+            scratch: temp.0.join("scratch"),
+        };
+        let stacks = env.project.join(".pi/forge/prompt-stacks");
+        std::fs::create_dir_all(&stacks)?;
+        std::fs::create_dir_all(&env.global)?;
+        std::fs::create_dir_all(&env.scratch)?;
+        let mut items: Vec<Value> = (0..ITEMS - 1)
+            .map(|i| {
+                json!({"id": format!("b{i}"), "kind": "block", "role": if i % 5 == 4 { "user" } else { "system" },
+                       "content": format!("Rule {i}: be precise about {{{{ runtime.cwd }}}} and {{{{ runtime.lastUserMessage }}}}.")})
+            })
+            .collect();
+        items.insert(
+            ITEMS / 2,
+            json!({"id": "history", "kind": "slot", "slot": "chat-history"}),
+        );
+        let stack = json!({"schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": "bridge",
+                           "autoActivate": true, "mode": "replace", "tools": {"allow": ["read", "grep", "find"]}, "items": items});
+        std::fs::write(stacks.join("bridge.json"), json::to_pretty(&stack))?;
+        let (server, _) = Server::start(&env, 0)?;
+
+        let tools: Vec<Value> = ["read", "bash", "powershell", "edit", "write", "grep", "find", "ls", "codemode", "tool_search"]
+            .iter()
+            .map(|n| json!({"name": n, "description": format!("The {n} tool."), "sourceInfo": {"path": "", "source": "builtin", "scope": "builtin", "origin": "builtin"}}))
+            .collect();
+        let facts = json!({"tools": tools, "activeTools": ["read", "bash", "edit", "write"],
+                           "systemPrompt": "Pi's own prompt.", "model": {"provider": "fake", "id": "fake-1"}, "thinkingLevel": "off"});
+        let hello = json!({"protocol": crate::live::PROTOCOL, "extensionVersion": env!("CARGO_PKG_VERSION"), "piVersion": "1.6.0",
+                           "mode": "rpc", "hasUI": true, "cwd": env.project.display().to_string(), "sessionId": "bench",
+                           "projectTrusted": true, "facts": facts, "entries": []});
+        let welcome: Value = serde_json::from_slice(&server.expect_ok(
+            "POST",
+            "/api/host/hello",
+            Some(json::to_compact(&hello).as_bytes()),
+        )?)?;
+        let host = welcome["hostId"]
+            .as_str()
+            .ok_or_else(|| anyhow!("hello answered no hostId"))?
+            .to_string();
+        if welcome["activeStackId"] != "project:bridge" {
+            bail!("the auto-activating Preset was not chosen at hello: {welcome}");
+        }
+        let _stream = EventStream::open_path(&server, &format!("/api/host/{host}/commands"))?;
+
+        let messages: Vec<Value> = (0..MESSAGES)
+            .map(|i| {
+                if i % 2 == 0 {
+                    json!({"role": "user", "content": [{"type": "text", "text": format!("Question {i}: what does module {i} do, and why?")}], "timestamp": i})
+                } else {
+                    json!({"role": "assistant", "content": [{"type": "text", "text": format!("Answer {i}: module {i} parses the input, checks it and writes the result. ").repeat(3)}],
+                           "api": "openai-completions", "provider": "fake", "model": "fake-1", "stopReason": "stop", "timestamp": i})
+                }
+            })
+            .collect();
+        let turn = json::to_compact(
+            &json!({"sessionId": "bench", "prompt": "Question 198: what does module 198 do, and why?",
+                                            "clock": {"epochMs": 1_796_140_000_000_i64, "utcOffsetMinutes": 0}, "facts": facts}),
+        );
+        let context = json::to_compact(&json!({"sessionId": "bench", "messages": messages}));
+        let turn_path = format!("/api/host/{host}/turn");
+        let context_path = format!("/api/host/{host}/context");
+        let mut samples = Vec::with_capacity(TURNS);
+        for n in 0..WARMUP + TURNS {
+            let started = Instant::now();
+            let answer: Value = serde_json::from_slice(&server.expect_ok(
+                "POST",
+                &turn_path,
+                Some(turn.as_bytes()),
+            )?)?;
+            let compiled: Value = serde_json::from_slice(&server.expect_ok(
+                "POST",
+                &context_path,
+                Some(context.as_bytes()),
+            )?)?;
+            let elapsed = started.elapsed();
+            if n == 0 {
+                if answer["active"] != true || answer.get("abort").is_some() {
+                    bail!("the turn did not compile: {answer}");
+                }
+                let count = compiled["messages"].as_array().map_or(0, Vec::len);
+                if count < MESSAGES {
+                    bail!("the context answered {count} messages, expected at least {MESSAGES}");
+                }
+            }
+            if n >= WARMUP {
+                samples.push(elapsed);
+            }
+        }
+        let p50 = ms(percentile(&mut samples, 0.5));
+        let p99 = ms(percentile(&mut samples, 0.99));
+        Ok(json!({
+            "items": ITEMS,
+            "messages": MESSAGES,
+            "turns": TURNS,
+            "contextBodyBytes": context.len(),
+            "perTurnMs": {"p50": p50, "p99": p99},
+            "targetP50Ms": TARGET_P50_MS,
+            "targetP99Ms": TARGET_P99_MS,
+            "meetsTargets": p50 < TARGET_P50_MS && p99 < TARGET_P99_MS,
+        }))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -849,8 +1069,13 @@ mod server {
 
     impl EventStream {
         fn open(server: &Server) -> Result<EventStream> {
+            EventStream::open_path(server, "/api/events")
+        }
+
+        /// Any server-sent event stream of the server (`/api/events`, a host command stream).
+        fn open_path(server: &Server, path: &str) -> Result<EventStream> {
             let mut stream = connect(server.port, REQUEST_TIMEOUT)?;
-            let mut head = request_head(server.port, &server.token, "GET", "/api/events", None);
+            let mut head = request_head(server.port, &server.token, "GET", path, None);
             // `Accept` goes before the blank line that ends the head.
             head.truncate(head.len() - 2);
             head.extend_from_slice(b"Accept: text/event-stream\r\n\r\n");
@@ -863,7 +1088,7 @@ mod server {
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line)? == 0 {
-                    bail!("GET /api/events: the connection closed inside the headers");
+                    bail!("GET {path}: the connection closed inside the headers");
                 }
                 let line = line.trim_end();
                 if line.is_empty() {
@@ -874,7 +1099,7 @@ mod server {
                 }
             }
             if status != 200 {
-                bail!("GET /api/events answered {status}");
+                bail!("GET {path} answered {status}");
             }
             Ok(EventStream {
                 reader,

@@ -477,6 +477,11 @@ async fn serve_async(
         stop_rx.clone(),
     ));
     let mut server_stop = stop_rx;
+    // No Nagle delay: a response written in several segments (a compiled turn, a conversation)
+    // must not wait for the client's delayed ACK (that cost ~40 ms per live turn).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, http::router(state))
         .with_graceful_shutdown(async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
