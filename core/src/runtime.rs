@@ -234,7 +234,11 @@ impl RuntimeSnapshot {
                 tool("find", "Find files by name pattern", false),
                 tool("ls", "List the entries of a directory", false),
                 tool("codemode", "Run a script that calls other tools", false),
-                tool("tool_search", "Search the registered tools by description", false),
+                tool(
+                    "tool_search",
+                    "Search the registered tools by description",
+                    false,
+                ),
             ],
             prompt_guidelines: Vec::new(),
             skills: Vec::new(),

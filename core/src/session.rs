@@ -156,9 +156,7 @@ pub fn last_applied(
         .get("promptStack")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let drift = |expected: Value, actual: Value, changed: bool| {
-        json!({ "expected": expected, "actual": actual, "changed": changed })
-    };
+    let drift = |expected: Value, actual: Value, changed: bool| json!({ "expected": expected, "actual": actual, "changed": changed });
     let mut map = Map::new();
     map.insert("provenance".into(), provenance.clone());
     map.insert("sourceState".into(), Value::from(source_state));

@@ -54,7 +54,11 @@ fn runtime_clock_iso(runtime: &Value) -> String {
         .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%S"])
         .output()
         .unwrap();
-    format!("{}.{:03}Z", String::from_utf8_lossy(&out.stdout).trim(), ms.rem_euclid(1000))
+    format!(
+        "{}.{:03}Z",
+        String::from_utf8_lossy(&out.stdout).trim(),
+        ms.rem_euclid(1000)
+    )
 }
 
 /// The text of an OpenAI-style or Pi-style message content.
@@ -204,7 +208,13 @@ fn an_active_preset_sends_exactly_what_preview_shows() {
     assert_eq!(
         received,
         [
-            ("user".to_string(), format!("Context note for fake/fake-1 at {}.", runtime_clock_iso(&runtime))),
+            (
+                "user".to_string(),
+                format!(
+                    "Context note for fake/fake-1 at {}.",
+                    runtime_clock_iso(&runtime)
+                )
+            ),
             ("user".to_string(), "hello there".to_string())
         ]
     );

@@ -62,7 +62,10 @@ pub fn install(dir: Option<&Path>) -> Result<PathBuf> {
     });
     write_atomic(&dir.join("index.ts"), INDEX_TS)?;
     write_atomic(&dir.join("package.json"), &package_json()?)?;
-    write_atomic(&dir.join("install.json"), &forge_core::json::to_pretty(&install))?;
+    write_atomic(
+        &dir.join("install.json"),
+        &forge_core::json::to_pretty(&install),
+    )?;
     Ok(dir)
 }
 
@@ -70,7 +73,11 @@ pub fn install(dir: Option<&Path>) -> Result<PathBuf> {
 pub fn run(dir: Option<&Path>, print_path: bool) -> Result<ExitCode> {
     let before = dir
         .map(Path::to_path_buf)
-        .or_else(|| agent_dir().ok().map(|d| d.join("extensions").join("pi-forge")))
+        .or_else(|| {
+            agent_dir()
+                .ok()
+                .map(|d| d.join("extensions").join("pi-forge"))
+        })
         .map(|d| d.join("install.json"))
         .and_then(|p| std::fs::read_to_string(p).ok());
     let folder = install(dir)?;
@@ -79,7 +86,11 @@ pub fn run(dir: Option<&Path>, print_path: bool) -> Result<ExitCode> {
         println!("{}", index.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let verb = if before.is_some() { "Updated" } else { "Installed" };
+    let verb = if before.is_some() {
+        "Updated"
+    } else {
+        "Installed"
+    };
     println!(
         "{verb} the pi-forge extension {} in {}",
         env!("CARGO_PKG_VERSION"),

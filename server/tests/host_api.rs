@@ -94,7 +94,10 @@ fn malformed_host_messages_are_refused_and_change_nothing() {
 
     let (status, body) = h.post("/api/host/hello", "[1, 2]");
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["error"], "The hello body must be a JSON object, not array.");
+    assert_eq!(
+        body["error"],
+        "The hello body must be a JSON object, not array."
+    );
     assert_eq!(h.live(), json!({"connected": false}));
 }
 

@@ -337,7 +337,12 @@ fn locked_version(lock: &Path, package: &str) -> Result<String> {
 }
 
 fn ensure_npm_tools(ctx: &Ctx) -> Result {
-    npm_ci_stamped(&ctx.tools_dir(), &ctx.tools_dir(), &ctx.wasm_opt(), "tools/")
+    npm_ci_stamped(
+        &ctx.tools_dir(),
+        &ctx.tools_dir(),
+        &ctx.wasm_opt(),
+        "tools/",
+    )
 }
 
 /// Node 22, Pi 1.6.0 and TypeScript, pinned by tools/pi/package-lock.json and installed into a
@@ -401,7 +406,10 @@ fn npm_ci_stamped(source_dir: &Path, install_dir: &Path, check: &Path, label: &s
         )
     })?;
     if !check.is_file() {
-        return fail(format!("npm ci finished but {} is missing", check.display()));
+        return fail(format!(
+            "npm ci finished but {} is missing",
+            check.display()
+        ));
     }
     write_file(&stamp_path, stamp.as_bytes())
 }
@@ -677,7 +685,9 @@ fn ci(ctx: &Ctx) -> Result {
     // Host builds and tests select the default members (no `--workspace`): that flag would
     // add forge-web and compile Leptos for the host, and the e2e tests build pi-forge with
     // the same selection so cargo's feature unification matches (see e2e/tests/support).
-    stage("pi extension type check (tsc, Pi 1.6.0 .d.ts)", &mut || check_extension(ctx))?;
+    stage("pi extension type check (tsc, Pi 1.6.0 .d.ts)", &mut || {
+        check_extension(ctx)
+    })?;
     stage("clippy", &mut || {
         run(ctx
             .cargo()

@@ -66,7 +66,8 @@ async fn read_json(request: Request, limit: usize) -> Result<Value, ApiError> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let mut stream = request.into_body().into_data_stream();
-    let mut bytes: Vec<u8> = Vec::with_capacity(declared.map_or(0, |n| n.min(limit as u64) as usize));
+    let mut bytes: Vec<u8> =
+        Vec::with_capacity(declared.map_or(0, |n| n.min(limit as u64) as usize));
     let mut seen = 0usize;
     let mut over = declared.is_some_and(|n| n > limit as u64);
     while let Some(chunk) = stream.next().await {

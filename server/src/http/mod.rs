@@ -95,9 +95,11 @@ impl ServerState {
     /// (`live: false`).
     pub fn runtime(&self) -> RuntimeSnapshot {
         let clock = local_clock();
-        self.live.with_live(|h| h.runtime(clock)).unwrap_or_else(|_| {
-            RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), clock)
-        })
+        self.live
+            .with_live(|h| h.runtime(clock))
+            .unwrap_or_else(|_| {
+                RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), clock)
+            })
     }
 }
 

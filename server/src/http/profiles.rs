@@ -23,12 +23,12 @@ use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_json, resource_object, JsonBody};
+use super::host::command_ok;
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
 use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
-use super::host::command_ok;
 use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
@@ -424,7 +424,9 @@ async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiRes
     if !state.live.connected() {
         return Err(crate::live::LiveError::NoLiveSession.into());
     }
-    let stack_key = preview["target"]["promptStack"].as_str().map(str::to_string);
+    let stack_key = preview["target"]["promptStack"]
+        .as_str()
+        .map(str::to_string);
     let tools = preview["target"]["effectiveTools"].clone();
     let mut body = Map::new();
     body.insert("model".into(), profile.model.to_value());

@@ -169,7 +169,10 @@ async fn remove(
     if key.is_some() && state.active_id() == key {
         // The live session must not keep compiling a Preset that is gone.
         if let Err(e) = host::set_live_stack(&state, None).await {
-            eprintln!("pi-forge: could not turn off the deleted Preset in Pi: {}", e.message);
+            eprintln!(
+                "pi-forge: could not turn off the deleted Preset in Pi: {}",
+                e.message
+            );
         }
     }
     Ok(ok_json(&json!({
@@ -393,7 +396,10 @@ async fn disable(State(state): State<AppState>) -> ApiResult<Response> {
 async fn activate_after_write(state: &ServerState, key: String) {
     if state.live.connected() {
         if let Err(e) = host::set_live_stack(state, Some(key)).await {
-            eprintln!("pi-forge: could not activate the new Preset in Pi: {}", e.message);
+            eprintln!(
+                "pi-forge: could not activate the new Preset in Pi: {}",
+                e.message
+            );
         }
     }
 }
