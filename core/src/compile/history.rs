@@ -251,23 +251,13 @@ fn strip_parts(
     out
 }
 
-/// A copy of `message` whose content array keeps only the parts `keep` accepts; the removed
-/// parts are never copied.
+/// A copy of `message` whose content array keeps only the parts `keep` accepts.
 fn clone_keeping_parts(message: &Value, keep: impl Fn(&Value) -> bool) -> Value {
-    let Value::Object(map) = message else {
-        return message.clone();
-    };
-    let mut out = Map::with_capacity(map.len());
-    for (key, value) in map {
-        let value = match (key.as_str(), value) {
-            ("content", Value::Array(parts)) => {
-                Value::Array(parts.iter().filter(|p| keep(p)).cloned().collect())
-            }
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), value);
+    let mut out = message.clone();
+    if let Some(Value::Array(parts)) = out.get_mut("content") {
+        parts.retain(|p| keep(p));
     }
-    Value::Object(out)
+    out
 }
 
 /// `String(message.role ?? "")`.
