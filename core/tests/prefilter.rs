@@ -408,6 +408,7 @@ struct Counts {
     with_literal: usize,
     texts: usize,
     skipped_by_prefilter: usize,
+    started_later: usize,
     matched: usize,
 }
 
@@ -447,9 +448,19 @@ fn check(rng: &mut Rng, counts: &mut Counts) -> Result<(), String> {
         }
         let filtered = apply_to_text(&rule, text);
         let engine = apply_to_text(&plain, text);
+        match rule.prefilter_start(text) {
+            None => counts.skipped_by_prefilter += 1,
+            Some(start) if start > 0 => counts.started_later += 1,
+            Some(_) => {}
+        }
         if let Some(literal) = &literal {
-            if !contains_literal(text, literal, rule.flags.contains('i')) {
-                counts.skipped_by_prefilter += 1;
+            // The prefilter skips exactly the texts without the literal.
+            let contains = contains_literal(text, literal, rule.flags.contains('i'));
+            if contains == rule.prefilter_start(text).is_none() {
+                return Err(format!(
+                    "rule {} literal {literal:?} on text {text:?}: contains {contains}",
+                    case.config
+                ));
             }
         }
         if engine.matches > 0 {
@@ -512,12 +523,13 @@ fn prefilter_never_changes_rule_application() {
         }
     }
     println!(
-        "prefilter: {} patterns ({} compiled, {} with a required literal), {} texts ({} skipped by the prefilter, {} with a match) in {:.0}s, {} difference(s)",
+        "prefilter: {} patterns ({} compiled, {} with a required literal), {} texts ({} skipped by the prefilter, {} searched from a later start, {} with a match) in {:.0}s, {} difference(s)",
         counts.patterns,
         counts.compiled,
         counts.with_literal,
         counts.texts,
         counts.skipped_by_prefilter,
+        counts.started_later,
         counts.matched,
         start.elapsed().as_secs_f64(),
         failures.len()
@@ -527,5 +539,6 @@ fn prefilter_never_changes_rule_application() {
     assert!(counts.compiled * 2 > counts.patterns, "{counts:?}");
     assert!(counts.with_literal * 5 > counts.compiled, "{counts:?}");
     assert!(counts.skipped_by_prefilter > 0, "{counts:?}");
+    assert!(counts.started_later > 0, "{counts:?}");
     assert!(counts.matched * 3 > counts.texts, "{counts:?}");
 }

@@ -111,9 +111,10 @@ pub struct Rule {
     pub max_depth: Option<usize>,
     /// `replace` with `$0` read as `$&`, for the native path.
     native_template: String,
-    /// A literal every match must contain (see [`text::required_literal`]); a text without it
-    /// cannot match, so the regex engine is not run on it.
-    required: Option<String>,
+    /// A literal every match must contain, and where a match can start at the earliest (see
+    /// [`text::prefilter`]): a text without the literal cannot match, so the regex engine is not
+    /// run on it, and the engine skips the part before that start.
+    prefilter: Option<text::Prefilter>,
     /// The `i` flag: the required literal is then looked for ignoring ASCII case.
     ignore_case: bool,
 }
@@ -196,7 +197,7 @@ fn read_rule(raw: &Map<String, Value>) -> Result<Option<Rule>, Diagnostic> {
         regex,
         global: flags.contains('g'),
         native_template: text::rewrite_dollar_zero(&replace),
-        required: text::required_literal(&engine_pattern(pattern, flags), flags),
+        prefilter: text::prefilter(&engine_pattern(pattern, flags), flags),
         ignore_case: flags.contains('i'),
         replace,
         trim_strings: string_list(raw.get("trimStrings")),
@@ -260,14 +261,27 @@ impl Rule {
     /// A literal every match contains, if one was derived from the pattern (with the `i` flag it
     /// is compared ignoring ASCII case). Texts without it skip the regex engine.
     pub fn required_literal(&self) -> Option<&str> {
-        self.required.as_deref()
+        self.prefilter.as_ref().map(|p| p.literal.as_str())
     }
 
-    /// The same rule without the prefilter: every text goes through the regex engine. For the
+    /// Where the engine starts searching `text` (ignoring `maxChars`): `None` when the prefilter
+    /// skips the text, else the byte offset of the earliest possible match start it proved
+    /// (0 without a prefilter). For the differential test's statistics.
+    #[doc(hidden)]
+    pub fn prefilter_start(&self, text: &str) -> Option<usize> {
+        text::search_start(self, text)
+    }
+
+    pub(crate) fn prefilter(&self) -> Option<&text::Prefilter> {
+        self.prefilter.as_ref()
+    }
+
+    /// The same rule without the prefilter: every text goes through the regex engine, from its
+    /// start. For the
     /// differential test that proves the prefilter changes nothing.
     #[doc(hidden)]
     pub fn without_prefilter(mut self) -> Rule {
-        self.required = None;
+        self.prefilter = None;
         self
     }
 }

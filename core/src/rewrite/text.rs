@@ -46,12 +46,8 @@ pub fn apply_to_text(rule: &Rule, text: &str) -> TextEdit {
 pub(crate) fn apply_if_matched(rule: &Rule, text: &str) -> Option<TextEdit> {
     let cut = scope_start(text, rule.max_chars);
     let (head, body) = text.split_at(cut);
-    if let Some(literal) = rule.required_literal() {
-        if !prefilter_matches(body, literal, rule.ignore_case) {
-            return None;
-        }
-    }
-    let found = find_matches(&rule.regex, body, rule.global);
+    let start = search_start(rule, body)?;
+    let found = find_matches(&rule.regex, body, start, rule.global);
     if found.is_empty() {
         return None;
     }
@@ -73,6 +69,19 @@ pub(crate) fn apply_if_matched(rule: &Rule, text: &str) -> Option<TextEdit> {
         text: out,
         matches: found.len(),
         changed,
+    })
+}
+
+/// Where the engine starts searching `body`: `None` when the prefilter proves there is no match,
+/// else the earliest byte offset a match can start at (0 unless a lead is known).
+pub(crate) fn search_start(rule: &Rule, body: &str) -> Option<usize> {
+    let Some(prefilter) = rule.prefilter() else {
+        return Some(0);
+    };
+    let at = find_literal(body, &prefilter.literal, rule.ignore_case)?;
+    Some(match &prefilter.lead {
+        Some(lead) => lead_start(body, at, lead),
+        None => 0,
     })
 }
 
@@ -100,9 +109,11 @@ pub(crate) fn scope_start(text: &str, max_chars: Option<usize>) -> usize {
 /// The matches `String.prototype.replace` would visit: the first one only for a non-global rule,
 /// otherwise each successive match from where the previous one ended. After an empty match the
 /// search resumes one character (code point) further on, so surrogate pairs are never split.
-/// regress's own iterator steps exactly so, and reuses one matcher for the whole text.
-pub(crate) fn find_matches(regex: &Regex, text: &str, global: bool) -> Vec<Match> {
-    let matches = regex.find_iter(text);
+/// regress's own iterator steps exactly so, and reuses one matcher for the whole text. `start`
+/// is where the first match can begin at the earliest (see [`Prefilter::lead`]); lookbehinds
+/// still see the text before it.
+pub(crate) fn find_matches(regex: &Regex, text: &str, start: usize, global: bool) -> Vec<Match> {
+    let matches = regex.find_from(text, start);
     if global {
         matches.collect()
     } else {
@@ -302,8 +313,47 @@ fn expand_trimmed(template: &str, subject: &str, m: &Match, trims: &[String], ou
     out.push_str(&template[i..]);
 }
 
-/// A literal every match of `pattern` must contain, when one is easy to prove; used to skip
-/// the regex engine on texts that cannot match (see [`prefilter_matches`] for how it is looked
+/// What the engine can skip for one rule: texts without [`Prefilter::literal`], and, when
+/// [`Prefilter::lead`] is known, the part of a text before the run of lead characters that
+/// precedes the literal's first occurrence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Prefilter {
+    /// See [`prefilter`].
+    pub literal: String,
+    /// The characters every top-level atom before the literal's run can match, when each of
+    /// them is a plain character or `\s`, `\d`, `\w` (any quantifier) and the rule has no `i`
+    /// flag. Every match then starts inside the run of such characters that ends at some
+    /// occurrence of the literal, so no match starts before the run that ends at the first
+    /// occurrence.
+    pub lead: Option<Vec<Lead>>,
+}
+
+/// A character set a lead atom matches, or a superset of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lead {
+    Char(char),
+    /// `\s` (Unicode white space, BOM and U+180E included).
+    Space,
+    /// `\d`.
+    Digit,
+    /// `\w` (plus `ſ` and the Kelvin sign, which `\w` matches with `iu`).
+    Word,
+}
+
+impl Lead {
+    fn contains(self, c: char) -> bool {
+        match self {
+            Lead::Char(l) => c == l,
+            Lead::Space => c.is_whitespace() || matches!(c, '\u{FEFF}' | '\u{180E}'),
+            Lead::Digit => c.is_ascii_digit(),
+            Lead::Word => c.is_ascii_alphanumeric() || matches!(c, '_' | 'ſ' | '\u{212A}'),
+        }
+    }
+}
+
+/// The prefilter of `pattern` under `flags`: a literal every match must contain, when one is
+/// easy to prove, used to skip the regex engine on texts that cannot match, and the lead
+/// characters before it ([`Prefilter::lead`]) (see [`find_literal`] for how it is looked
 /// for).
 ///
 /// Sound for the whole ECMAScript pattern grammar (annex B included) by giving up whenever in
@@ -327,63 +377,97 @@ fn expand_trimmed(template: &str, subject: &str, m: &Match, trims: &[String], ou
 ///
 /// The longest run wins (the first of equal ones). A single character is worth it too: looking
 /// for it is a fast byte scan.
-pub(crate) fn required_literal(pattern: &str, flags: &str) -> Option<String> {
+pub(crate) fn prefilter(pattern: &str, flags: &str) -> Option<Prefilter> {
     let atoms = top_level_atoms(pattern, flags.contains('v'))?;
     let ignore_case = flags.contains('i');
     // With `i` the engine also matches `ı`, `ſ` and the Kelvin sign for `i`, `s` and `k`, so a
     // literal compared ignoring ASCII case may hold only the other ASCII characters.
     let usable =
         |c: char| !ignore_case || (c.is_ascii() && !matches!(c, 'i' | 'I' | 's' | 'S' | 'k' | 'K'));
-    let mut best: Vec<char> = Vec::new();
-    let mut run: Vec<char> = Vec::new();
-    let flush = |run: &mut Vec<char>, best: &mut Vec<char>| {
-        if run.len() > best.len() {
+    // (first atom index, characters)
+    let mut best: (usize, Vec<char>) = (0, Vec::new());
+    let mut run: (usize, Vec<char>) = (0, Vec::new());
+    let flush = |run: &mut (usize, Vec<char>), best: &mut (usize, Vec<char>)| {
+        if run.1.len() > best.1.len() {
             *best = run.clone();
         }
-        run.clear();
+        run.1.clear();
     };
-    for (atom, repeat) in atoms {
+    for (index, &(atom, repeat)) in atoms.iter().enumerate() {
         match (atom, repeat) {
-            (Atom::Char(c), Repeat::Once) if usable(c) => run.push(c),
-            (Atom::Char(c), Repeat::AtLeastOnce) if usable(c) => {
-                run.push(c);
-                flush(&mut run, &mut best);
+            (Atom::Char(c), Repeat::Once | Repeat::AtLeastOnce) if usable(c) => {
+                if run.1.is_empty() {
+                    run.0 = index;
+                }
+                run.1.push(c);
+                if repeat == Repeat::AtLeastOnce {
+                    flush(&mut run, &mut best);
+                }
             }
             _ => flush(&mut run, &mut best),
         }
     }
     flush(&mut run, &mut best);
-    (!best.is_empty()).then(|| best.into_iter().collect())
+    let (first, literal) = best;
+    if literal.is_empty() {
+        return None;
+    }
+    let lead = if ignore_case {
+        None
+    } else {
+        atoms[..first]
+            .iter()
+            .map(|(atom, _)| match atom {
+                Atom::Char(c) => Some(Lead::Char(*c)),
+                Atom::Class(lead) => Some(*lead),
+                Atom::Other => None,
+            })
+            .collect::<Option<Vec<Lead>>>()
+    };
+    Some(Prefilter {
+        literal: literal.into_iter().collect(),
+        lead,
+    })
 }
 
-/// Whether `text` contains the required `literal`: exactly, or ignoring ASCII case for a rule
-/// with the `i` flag (such a literal is all ASCII; see [`required_literal`]).
-pub(crate) fn prefilter_matches(text: &str, literal: &str, ignore_case: bool) -> bool {
+/// Where the first match can start at the earliest: the start of the run of `lead` characters
+/// that ends at `at` (the literal's first occurrence).
+fn lead_start(text: &str, at: usize, lead: &[Lead]) -> usize {
+    let mut start = at;
+    for (index, c) in text[..at].char_indices().rev() {
+        if !lead.iter().any(|l| l.contains(c)) {
+            break;
+        }
+        start = index;
+    }
+    start
+}
+
+/// The byte offset of the first occurrence of `literal` in `text` (ignoring ASCII case for a
+/// rule with the `i` flag; such a literal is all ASCII, see [`prefilter`]).
+pub(crate) fn find_literal(text: &str, literal: &str, ignore_case: bool) -> Option<usize> {
     if !ignore_case {
-        return text.contains(literal);
+        return text.find(literal);
     }
     let needle = literal.as_bytes();
     let hay = text.as_bytes();
+    let first = *needle.first()?;
     if needle.len() > hay.len() {
-        return false;
+        return None;
     }
-    let first = needle[0];
     let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
     let mut from = 0;
     while from + needle.len() <= hay.len() {
-        let Some(offset) = hay[from..=hay.len() - needle.len()]
+        let offset = hay[from..=hay.len() - needle.len()]
             .iter()
-            .position(|&b| b == lower || b == upper)
-        else {
-            return false;
-        };
+            .position(|&b| b == lower || b == upper)?;
         let at = from + offset;
         if hay[at..at + needle.len()].eq_ignore_ascii_case(needle) {
-            return true;
+            return Some(at);
         }
         from = at + 1;
     }
-    false
+    None
 }
 
 /// One top-level piece of a pattern, as far as the prefilter cares.
@@ -391,6 +475,8 @@ pub(crate) fn prefilter_matches(text: &str, literal: &str, ignore_case: bool) ->
 enum Atom {
     /// A character that matches itself (before case folding).
     Char(char),
+    /// `\s`, `\d` or `\w`.
+    Class(Lead),
     /// Anything else: a group, class, escape, assertion, `.`, or an annex-B literal brace.
     Other,
 }
@@ -423,6 +509,13 @@ fn top_level_atoms(pattern: &str, unicode_sets: bool) -> Option<Vec<(Atom, Repea
                 let e = *chars.get(i + 1)?;
                 if SYNTAX.contains(e) {
                     (Atom::Char(e), i + 2)
+                } else if let Some(lead) = match e {
+                    's' => Some(Lead::Space),
+                    'd' => Some(Lead::Digit),
+                    'w' => Some(Lead::Word),
+                    _ => None,
+                } {
+                    (Atom::Class(lead), i + 2)
                 } else {
                     (Atom::Other, escape_end(&chars, i + 2, e))
                 }
@@ -589,7 +682,11 @@ fn class_end(chars: &[char], from: usize, unicode_sets: bool) -> Option<usize> {
 
 #[cfg(test)]
 mod literal_tests {
-    use super::{prefilter_matches, required_literal};
+    use super::{find_literal, lead_start, prefilter, Lead};
+
+    fn required_literal(pattern: &str, flags: &str) -> Option<String> {
+        prefilter(pattern, flags).map(|p| p.literal)
+    }
 
     #[test]
     fn derives_only_provable_literals() {
@@ -668,12 +765,34 @@ mod literal_tests {
 
     #[test]
     fn case_insensitive_prefilter_ignores_ascii_case_only() {
-        assert!(prefilter_matches("say HeLLo there", "hello", true));
-        assert!(prefilter_matches("hello", "HELLO", true));
-        assert!(!prefilter_matches("say hell o", "hello", true));
-        assert!(!prefilter_matches("hel", "hello", true));
-        assert!(prefilter_matches("ééhellO", "Hello", true));
-        assert!(!prefilter_matches("say HeLLo there", "hello", false));
-        assert!(prefilter_matches("say hello there", "hello", false));
+        assert_eq!(find_literal("say HeLLo there", "hello", true), Some(4));
+        assert_eq!(find_literal("hello", "HELLO", true), Some(0));
+        assert_eq!(find_literal("say hell o", "hello", true), None);
+        assert_eq!(find_literal("hel", "hello", true), None);
+        assert_eq!(find_literal("ééhellO", "Hello", true), Some(4));
+        assert_eq!(find_literal("say HeLLo there", "hello", false), None);
+        assert_eq!(find_literal("say hello there", "hello", false), Some(4));
+    }
+
+    #[test]
+    fn lead_characters_before_the_literal() {
+        let lead = |pattern: &str, flags: &str| prefilter(pattern, flags).and_then(|p| p.lead);
+        assert_eq!(lead(r"\s*\(OOC:[^)]+\)", "g"), Some(vec![Lead::Space]));
+        assert_eq!(lead(r"secret-[0-9]+", "g"), Some(vec![]));
+        assert_eq!(
+            lead(r"\d{2}x?\w+-abc", ""),
+            Some(vec![Lead::Digit, Lead::Char('x'), Lead::Word])
+        );
+        // Anything else before the literal, or the `i` flag: no lead.
+        assert_eq!(lead(r"[\w.]+@", "g"), None);
+        assert_eq!(lead(r"\bword", ""), None);
+        assert_eq!(lead(r"(a)bc", ""), None);
+        assert_eq!(lead(r"\S*bc", ""), None);
+        assert_eq!(lead(r"\s*bc", "i"), None);
+        // The run of lead characters that ends at the literal.
+        assert_eq!(lead_start("ab  \t(OOC:", 5, &[Lead::Space]), 2);
+        assert_eq!(lead_start("ab(OOC:", 2, &[Lead::Space]), 2);
+        assert_eq!(lead_start("  é1(", 5, &[Lead::Space, Lead::Digit]), 4);
+        assert_eq!(lead_start("é 1(", 4, &[Lead::Space, Lead::Digit]), 2);
     }
 }
