@@ -156,7 +156,7 @@ fn Editor() -> impl IntoView {
                         }.into_any()
                     } else {
                         view! {
-                            <button class="activate" disabled=move || ed.errors.get() > 0
+                            <button class="activate" disabled=move || { ed.errors.get() > 0 }
                                 title=move || if app.live_host.get() { "Make this the live Pi session's Preset" } else { state::NO_LIVE_SESSION }
                                 on:click=move |_| state::activate(app, selector())>"Activate"</button>
                         }.into_any()
