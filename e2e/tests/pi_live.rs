@@ -370,3 +370,91 @@ fn killing_pi_ends_the_live_session_within_five_seconds() {
         "No live Pi session is connected to this editor. Start Pi in this project with the pi-forge extension loaded (see `pi-forge pi install`), then try again."
     );
 }
+
+/// The browser against a live Pi: the indicator, Activate through the session, and "no live
+/// session" within 5 s of Pi dying. Also the user guide's screenshot of the live indicator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (authority, token) = ws.editor().expect("the extension started the editor");
+    let (_, live) = ws.api("GET", "/api/live", "");
+    let session = live["sessionId"].as_str().unwrap().to_string();
+
+    let browser = support::Browser::start().await;
+    browser
+        .client
+        .goto(&format!("http://{authority}/?token={token}"))
+        .await
+        .expect("page loads");
+    browser.wait_css(".app .topbar").await;
+    browser.wait_css("#live-indicator[data-live='true']").await;
+    browser
+        .wait_eq(
+            "#live-indicator .live-text",
+            &format!("Pi 1.6.0 · fake/fake-1 · session {}", &session[..8]),
+        )
+        .await;
+
+    // Activate in the editor: Pi records it, and the next prompt uses the Preset.
+    browser
+        .click(".stack-row[data-selector='project:lean']")
+        .await;
+    browser.wait_eq(".editor .selector", "project:lean").await;
+    browser.wait_status("Loaded lean").await;
+    // The editor may re-render once more right after loading; click until Pi has it.
+    for _ in 0..5 {
+        browser.click(".editor button.activate").await;
+        let active = poll(Duration::from_secs(2), || {
+            (ws.api("GET", "/api/live", "").1["activeStackId"] == "project:lean").then_some(())
+        });
+        if active.is_some() {
+            break;
+        }
+    }
+    let entry = pi.wait("the stack-state entry", |e| e["type"] == "entry_appended");
+    assert_eq!(
+        entry["entry"]["data"],
+        json!({"activeStackId": "project:lean"})
+    );
+    assert_eq!(
+        ws.api("GET", "/api/live", "").1["activeStackId"],
+        "project:lean"
+    );
+    browser.wait_css(".editor button.deactivate").await;
+    browser.screenshot("live-session").await;
+    pi.prompt("hello there");
+    assert_eq!(
+        ws.model.bodies()[0]["messages"][0]["content"],
+        "You are LEAN. Last: hello there"
+    );
+
+    // Pi dies: the indicator says so within 5 s, and Activate explains why it cannot act.
+    pi.kill();
+    let killed = Instant::now();
+    browser.wait_css("#live-indicator[data-live='false']").await;
+    let noticed = killed.elapsed();
+    assert!(
+        noticed < Duration::from_secs(5),
+        "noticed after {noticed:?}"
+    );
+    assert_eq!(browser.count(".badge.active").await, 0);
+    browser.click(".editor button.activate").await;
+    browser
+        .wait_status(&format!(
+            "Not activated: {}",
+            support::NO_LIVE_SESSION_ERROR
+        ))
+        .await;
+    let errors = browser.console_errors().await;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].ends_with(
+            "/api/stacks/project%3Alean/activate - Failed to load resource: the server responded with a status of 503 (Service Unavailable)"
+        ),
+        "{errors:?}"
+    );
+    assert_eq!(browser.page_errors().await, Vec::<String>::new());
+    browser.close().await;
+}
