@@ -388,9 +388,12 @@ impl Pi {
     /// Kills Pi's whole process group at once (as a crash would).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // `--` first: procps reads a bare `-PGID` after the signal as another signal.
             #[cfg(unix)]
             let _ = Command::new("kill")
-                .args(["-KILL", &format!("-{}", child.id())])
+                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
                 .status();
             let _ = child.kill();
             let _ = child.wait();
