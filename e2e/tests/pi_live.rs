@@ -320,6 +320,32 @@ fn applying_a_profile_switches_model_thinking_and_tools_and_reports_the_clamp() 
 }
 
 #[test]
+fn a_fresh_session_applies_the_auto_activating_profile() {
+    let auto = DEEP.replace(r#""id": "deep","#, r#""id": "deep", "autoActivate": true,"#);
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/lean.json", LEAN),
+        (".pi/forge/agent-profiles/deep.json", &auto),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    let recorded = pi.wait("the profile provenance entry", |e| {
+        e["type"] == "entry_appended" && e["entry"]["customType"] == "pi-forge-agent-profile-state"
+    });
+    assert_eq!(recorded["entry"]["data"]["provenance"]["profileId"], "deep");
+    assert_eq!(
+        recorded["entry"]["data"]["provenance"]["snapshot"],
+        json!({"model": {"provider": "fake", "id": "fake-2"}, "thinkingLevel": "high", "promptStack": "project:lean"})
+    );
+    pi.prompt("auto");
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0]["model"], "fake-2");
+    assert_eq!(
+        bodies[0]["messages"][0]["content"],
+        "You are LEAN. Last: auto"
+    );
+}
+
+#[test]
 fn a_restarted_pi_restores_the_active_preset_from_its_session() {
     let ws = lean_workspace();
     let sessions = ws.root.path().join("sessions").display().to_string();

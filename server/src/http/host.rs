@@ -165,9 +165,15 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
     let extension_version = hello.extension_version.clone();
     let snapshot = state.ws.snapshot();
     let trusted = state.ws.trusted();
+    let fresh = session::branch_state(&hello.entries).is_fresh();
     let welcome = state
         .live
         .hello(hello, |entries| restore(&snapshot, trusted, entries))?;
+    // Profile auto-activation runs first in a fresh session of a trusted project; the default
+    // Preset chosen above is the fallback when no profile auto-activates.
+    if fresh && trusted {
+        super::profiles::auto_apply(std::sync::Arc::clone(&state));
+    }
     let server_version = env!("CARGO_PKG_VERSION");
     Ok(ok_json(&json!({
         "hostId": welcome.host_id,

@@ -14,7 +14,7 @@ mod events;
 pub mod extract;
 mod host;
 mod meta;
-mod profiles;
+pub mod profiles;
 pub mod security;
 mod stack_import;
 mod stacks;

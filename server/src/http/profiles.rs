@@ -408,8 +408,41 @@ async fn preview(
 async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
     let snapshot = state.ws.snapshot();
     let entry = resolve(&snapshot, &sel)?.clone();
+    Ok(ok_json(&apply_profile(&state, &snapshot, &entry).await?))
+}
+
+/// A fresh Pi session in a trusted project applies the one usable auto-activating profile, once
+/// its command stream is open (A8). Called after `hello`; a failure is reported on stderr only.
+pub fn auto_apply(state: AppState) {
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = snapshot.auto_profile().chosen.cloned() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + crate::live::ATTACH_GRACE;
+        while !state.live.connected() {
+            if tokio::time::Instant::now() > deadline {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        if let Err(e) = apply_profile(&state, &snapshot, &entry).await {
+            eprintln!(
+                "pi-forge: could not auto-apply profile {}: {}",
+                entry.key, e.message
+            );
+        }
+    });
+}
+
+/// Applies `entry` to the live session (see [`apply`]) and returns the answer's body.
+async fn apply_profile(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    entry: &ProfileEntry,
+) -> ApiResult<Value> {
     let profile = entry.parsed.profile.clone();
-    let preview = preview_of(&state, &snapshot, &entry);
+    let preview = preview_of(state, snapshot, entry);
     if preview.get("applicable").and_then(Value::as_bool) != Some(true) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -496,7 +529,7 @@ async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiRes
         h.set_active_stack(stack_key.clone());
         h.set_provenance(Some(provenance.clone()));
     })?;
-    Ok(ok_json(&json!({
+    Ok(json!({
         "ok": true,
         "profileId": entry.key.to_string(),
         "applied": {
@@ -506,5 +539,5 @@ async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiRes
             "activeTools": active_tools,
         },
         "notes": notes,
-    })))
+    }))
 }
