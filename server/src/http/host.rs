@@ -324,6 +324,70 @@ fn live_stack(
     })?)
 }
 
+/// The active Preset compiled against the live facts, or why it could not be.
+enum LiveCompile {
+    /// No Preset is active: the turn is Pi's own.
+    Inactive,
+    /// The Preset does not compile (or no longer exists): the turn must be aborted.
+    Abort {
+        key: String,
+        message: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    Compiled {
+        key: String,
+        compiled: compile::Compiled,
+        /// Load diagnostics of the file, then the compiler's.
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+/// Compiles the active Preset `key` (if any) against `runtime` on a blocking thread, with the
+/// same `compile()` as `pi-forge preview`.
+async fn compile_live(
+    state: &ServerState,
+    key: Option<String>,
+    runtime: forge_core::runtime::RuntimeSnapshot,
+    latest_user_message: Option<String>,
+) -> ApiResult<LiveCompile> {
+    let Some(key) = key else {
+        return Ok(LiveCompile::Inactive);
+    };
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = stack_entry(&snapshot, &key) else {
+        return Ok(LiveCompile::Abort {
+            message: format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model. Choose another Preset or run `/forge preset off`."),
+            key,
+            diagnostics: Vec::new(),
+        });
+    };
+    let stack = entry.parsed.stack.clone();
+    let mut diagnostics = entry.diagnostics.clone();
+    Ok(tokio::task::spawn_blocking(move || {
+        let macros = MacroRegistry::new();
+        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        input.stack_key = Some(key.clone());
+        input.latest_user_message = latest_user_message;
+        let compiled = compile::compile(&input);
+        diagnostics.extend(compiled.diagnostics.iter().cloned());
+        let errors = errors_of(&diagnostics);
+        if errors.is_empty() {
+            LiveCompile::Compiled {
+                key,
+                compiled,
+                diagnostics,
+            }
+        } else {
+            LiveCompile::Abort {
+                message: abort_message(&key, &errors),
+                key,
+                diagnostics,
+            }
+        }
+    })
+    .await?)
+}
+
 /// `POST /api/host/:id/turn` `{sessionId, prompt, clock, facts}` (from `before_agent_start`) →
 /// `{active:false}` without a Preset; else `{active:true, stackId, systemPrompt, activeTools,
 /// finalizeRules, diagnostics}`, or `{active:true, stackId, abort, diagnostics}` when the Preset
@@ -339,66 +403,40 @@ async fn turn(
         h.update_facts(message.facts);
         h.set_clock(clock);
     })?;
-    let Some(key) = key else {
-        return Ok(ok_json(&json!({ "active": false })));
-    };
-    let snapshot = state.ws.snapshot();
-    let Some(entry) = stack_entry(&snapshot, &key) else {
-        return Ok(ok_json(&json!({
-            "active": true,
-            "stackId": key,
-            "abort": format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model. Choose another Preset or run `/forge preset off`."),
-            "diagnostics": [],
-        })));
-    };
-    let stack = entry.parsed.stack.clone();
-    let load_diagnostics = entry.diagnostics.clone();
-    let prompt = message.prompt;
-    let label = key.clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        let macros = MacroRegistry::new();
-        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
-        input.stack_key = Some(label.clone());
-        input.latest_user_message = Some(prompt);
-        let compiled = compile::compile(&input);
-        let mut diagnostics = load_diagnostics;
-        diagnostics.extend(compiled.diagnostics.iter().cloned());
-        let errors = errors_of(&diagnostics);
-        if errors.is_empty() {
-            (
-                Some(compiled.selected_tools.clone()),
+    Ok(ok_json(
+        &match compile_live(&state, key, runtime, Some(message.prompt)).await? {
+            LiveCompile::Inactive => json!({ "active": false }),
+            LiveCompile::Abort {
+                key,
+                message,
+                diagnostics,
+            } => json!({
+                "active": true,
+                "stackId": key,
+                "abort": message,
+                "diagnostics": diagnostics,
+            }),
+            LiveCompile::Compiled {
+                key,
+                compiled,
+                diagnostics,
+            } => {
+                let tools = compiled.selected_tools.clone();
+                // Only for the same host and session; a vanished host makes this a no-op.
+                let _ = state
+                    .live
+                    .with_host(&id, &message.session_id, |h| h.set_applied_tools(tools));
                 json!({
                     "active": true,
-                    "stackId": label,
+                    "stackId": key,
                     "systemPrompt": compiled.system_prompt,
                     "activeTools": compiled.selected_tools,
                     "finalizeRules": compiled.finalize_rules,
                     "diagnostics": diagnostics,
-                }),
-            )
-        } else {
-            let abort = abort_message(&label, &errors);
-            (
-                None,
-                json!({
-                    "active": true,
-                    "stackId": label,
-                    "abort": abort,
-                    "diagnostics": diagnostics,
-                }),
-            )
-        }
-    })
-    .await?;
-    if let (Some(tools), answer) = &answer {
-        let tools = tools.clone();
-        // Only for the same host and session; a vanished host makes this a no-op.
-        let _ = state
-            .live
-            .with_host(&id, &message.session_id, |h| h.set_applied_tools(tools));
-        return Ok(ok_json(answer));
-    }
-    Ok(ok_json(&answer.1))
+                })
+            }
+        },
+    ))
 }
 
 #[derive(Deserialize)]
@@ -420,30 +458,15 @@ async fn context(
     let (key, runtime) = live_stack(&state, &id, &message.session_id, |h| {
         h.set_messages(message.messages)
     })?;
-    let Some(key) = key else {
-        return Ok(ok_json(&json!({})));
-    };
-    let snapshot = state.ws.snapshot();
-    let Some(entry) = stack_entry(&snapshot, &key) else {
-        return Ok(ok_json(&json!({
-            "abort": format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model."),
-        })));
-    };
-    let stack = entry.parsed.stack.clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        let macros = MacroRegistry::new();
-        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
-        input.stack_key = Some(key.clone());
-        let compiled = compile::compile(&input);
-        let errors = errors_of(&compiled.diagnostics);
-        if errors.is_empty() {
-            json!({ "messages": compiled.message_values() })
-        } else {
-            json!({ "abort": abort_message(&key, &errors) })
-        }
-    })
-    .await?;
-    Ok(ok_json(&answer))
+    Ok(ok_json(
+        &match compile_live(&state, key, runtime, None).await? {
+            LiveCompile::Inactive => json!({}),
+            LiveCompile::Abort { message, .. } => json!({ "abort": message }),
+            LiveCompile::Compiled { compiled, .. } => {
+                json!({ "messages": compiled.message_values() })
+            }
+        },
+    ))
 }
 
 #[derive(Deserialize)]
