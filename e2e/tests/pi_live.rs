@@ -465,7 +465,7 @@ async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
         noticed < Duration::from_secs(5),
         "noticed after {noticed:?}"
     );
-    assert_eq!(browser.count(".badge.active").await, 0);
+    browser.wait_count(".badge.active", 0).await;
     browser.click(".editor button.activate").await;
     browser
         .wait_status(&format!(

@@ -546,6 +546,10 @@ impl HostView<'_> {
     pub fn set_active_stack(&mut self, key: Option<String>) {
         self.host.active_stack = key;
     }
+    /// Sets the active Preset and returns the one it replaces.
+    pub fn replace_active_stack(&mut self, key: Option<String>) -> Option<String> {
+        std::mem::replace(&mut self.host.active_stack, key)
+    }
     pub fn provenance(&self) -> Option<&Value> {
         self.host.provenance.as_ref()
     }

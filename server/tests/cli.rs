@@ -163,3 +163,66 @@ fn help_teaches_with_examples() {
     }
     let _ = Path::new("");
 }
+
+#[test]
+fn pi_install_writes_the_extension_package_and_upgrades_in_place() {
+    let dirs = Dirs::new();
+    let agent = dirs.root.path().join("agent");
+    let run = |args: &[&str]| {
+        dirs.command(args)
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .output()
+            .unwrap()
+    };
+    let folder = agent.join("extensions/pi-forge");
+    let first = run(&["pi", "install"]);
+    assert_eq!(first.status.code(), Some(0));
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        stdout(&first),
+        format!(
+            "Installed the pi-forge extension {version} in {}\nPi loads it in every new session. In Pi, type /forge ui to open the editor.\nTo load it for one run only: pi -e {}\n",
+            folder.display(),
+            folder.join("index.ts").display()
+        )
+    );
+    // The source is the embedded one, byte for byte.
+    let index = std::fs::read_to_string(folder.join("index.ts")).unwrap();
+    assert_eq!(index, include_str!("../../assets/pi-extension/index.ts"));
+    // A Pi package: the manifest names the extension, host packages are `*` peers only.
+    let package: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("package.json")).unwrap())
+            .unwrap();
+    assert_eq!(package["version"], version);
+    assert_eq!(
+        package["pi"],
+        serde_json::json!({"extensions": ["./index.ts"]})
+    );
+    assert_eq!(package["keywords"], serde_json::json!(["pi-package"]));
+    assert_eq!(
+        package["peerDependencies"],
+        serde_json::json!({"@earendil-works/pi-coding-agent": "*"})
+    );
+    assert_eq!(package.get("dependencies"), None);
+    let install: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("install.json")).unwrap())
+            .unwrap();
+    assert_eq!(install["version"], version);
+    let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_pi-forge")).unwrap();
+    assert_eq!(install["bin"], bin.display().to_string());
+
+    // Again: an upgrade in place; --print-path prints only the path for `pi -e`.
+    let again = run(&["pi", "install"]);
+    assert!(stdout(&again).starts_with(&format!("Updated the pi-forge extension {version} in ")));
+    let path = run(&["pi", "install", "--print-path"]);
+    assert_eq!(
+        stdout(&path),
+        format!("{}\n", folder.join("index.ts").display())
+    );
+    let mut entries: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    assert_eq!(entries, ["index.ts", "install.json", "package.json"]);
+}

@@ -525,10 +525,27 @@ pub async fn set_live_stack(state: &ServerState, key: Option<String>) -> ApiResu
     if key.is_none() {
         body.insert("tools".into(), json!(baseline));
     }
-    let result = state.live.command("setStack", body).await?;
-    command_ok(&result)?;
-    state.live.with_live(|h| h.set_active_stack(key))?;
-    Ok(result)
+    command_switching_stack(state, "setStack", body, key).await
+}
+
+/// Sends a command that makes `key` the live session's Preset. The server's choice changes
+/// first, so a turn that starts while Pi records the entry already compiles the new Preset; a
+/// refused or lost command puts the old one back.
+pub async fn command_switching_stack(
+    state: &ServerState,
+    kind: &str,
+    body: Map<String, Value>,
+    key: Option<String>,
+) -> ApiResult<Value> {
+    let previous = state.live.with_live(|h| h.replace_active_stack(key))?;
+    let outcome = match state.live.command(kind, body).await {
+        Ok(result) => command_ok(&result).map(|()| result),
+        Err(e) => Err(e.into()),
+    };
+    if outcome.is_err() {
+        let _ = state.live.with_live(|h| h.set_active_stack(previous));
+    }
+    outcome
 }
 
 /// A command result `{ok:false, error}` as a 502 with Pi's words.

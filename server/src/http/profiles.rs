@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_json, resource_object, JsonBody};
-use super::host::command_ok;
+use super::host::{command_ok, command_switching_stack};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
 use super::write::{
@@ -476,8 +476,7 @@ async fn apply_profile(
             "data": session::stack_state_data(stack_key.as_deref()),
         }]),
     );
-    let result = state.live.command("applyProfile", body).await?;
-    command_ok(&result)?;
+    let result = command_switching_stack(state, "applyProfile", body, stack_key.clone()).await?;
     let used_thinking = result
         .get("thinkingLevel")
         .and_then(Value::as_str)
