@@ -2341,3 +2341,30 @@ fn printed_objects_use_javascript_property_order() {
     let expected = r#"{"2":2,"4294967294":5,"b":1,"a":{"9":2,"10":1,"z":0},"01":3,"4294967295":4}"#;
     assert_eq!(compiled.system_prompt, format!("{expected}\n\n{expected}"));
 }
+
+#[test]
+fn drop_strip_and_trim_count_as_if_applied_one_after_another() {
+    let host = vec![
+        u("q"),
+        a(json!([thinking("h"), call("c1")])),
+        result("c1"),
+        a(json!([text("t"), thinking("h2")])),
+        u("last"),
+    ];
+    let compiled = history_run(
+        json!({"toolMode": "drop", "stripAssistantThinking": true, "maxMessages": 2}),
+        host.clone(),
+    );
+    assert_eq!(
+        compiled.message_values(),
+        [a(json!([text("t")])), host[4].clone()]
+    );
+    assert_eq!(
+        infos(&compiled),
+        [
+            "I [h] Dropped tool history from chat-history: removed 1 tool call(s), dropped 1 tool result message(s).",
+            "I [h] Stripped 2 assistant thinking block(s) from 2 chat-history message(s) and dropped 1 empty assistant message(s).",
+            "I [h] Trimmed chat history from 3 to 2 message(s) by maxMessages."
+        ]
+    );
+}

@@ -33,12 +33,18 @@ pub(crate) fn pipeline<'h>(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Cow<'h, Value>> {
     let info = |message: String| Diagnostic::info(message).with_item(item_id);
-    let mut messages: Vec<Cow<'h, Value>> = host.iter().map(Cow::Borrowed).collect();
+    let mut messages: Vec<Entry<'h>> = host
+        .iter()
+        .map(|message| Entry {
+            message: Cow::Borrowed(message),
+            pending: Pending::default(),
+        })
+        .collect();
     let mut repair = false;
 
     // 1. The last user message, even a blank one.
     if !include(options, "includeLastUserMessage") {
-        if let Some(index) = messages.iter().rposition(|m| role(m) == "user") {
+        if let Some(index) = messages.iter().rposition(|e| role(&e.message) == "user") {
             messages.remove(index);
         }
     }
@@ -46,7 +52,7 @@ pub(crate) fn pipeline<'h>(
     // 2. Summaries.
     if !include(options, "includeSummaries") {
         let before = messages.len();
-        messages.retain(|m| !matches!(role(m), "branchSummary" | "compactionSummary"));
+        messages.retain(|e| !matches!(role(&e.message), "branchSummary" | "compactionSummary"));
         let removed = before - messages.len();
         if removed > 0 {
             diagnostics.push(info(format!(
@@ -64,8 +70,8 @@ pub(crate) fn pipeline<'h>(
     {
         if !roles.is_empty() {
             let before = messages.len();
-            messages.retain(|m| {
-                let role = message_role(m);
+            messages.retain(|e| {
+                let role = message_role(&e.message);
                 roles.iter().any(|r| r.as_str() == Some(role.as_ref()))
             });
             let removed = before - messages.len();
@@ -78,7 +84,8 @@ pub(crate) fn pipeline<'h>(
         }
     }
 
-    // 4. Tool mode.
+    // 4. Tool mode. Steps 4 and 5 only decide which parts go (and drop the messages left
+    // empty); the stripped copies are made after the count trim, for the messages it keeps.
     let tool_mode = options.and_then(|o| o.get("toolMode"));
     let drop_tools = matches!(tool_mode, Some(Value::String(m)) if m == "drop");
     match tool_mode {
@@ -94,9 +101,9 @@ pub(crate) fn pipeline<'h>(
     }
     if drop_tools {
         let before = messages.len();
-        messages.retain(|m| role(m) != "toolResult");
+        messages.retain(|e| role(&e.message) != "toolResult");
         let results = before - messages.len();
-        let stripped = strip_parts(&mut messages, |_, part| part_type(part) == "toolCall");
+        let stripped = plan_strip(&mut messages, Pending::CALLS);
         if stripped.parts > 0 || results > 0 {
             diagnostics.push(info(format!(
                 "Dropped tool history from chat-history: removed {} tool call(s), dropped {results} tool result message(s){}",
@@ -108,9 +115,7 @@ pub(crate) fn pipeline<'h>(
 
     // 5. Assistant thinking.
     if flag(options, "stripAssistantThinking") {
-        let stripped = strip_parts(&mut messages, |role, part| {
-            role == "assistant" && part_type(part) == "thinking"
-        });
+        let stripped = plan_strip(&mut messages, Pending::THINKING);
         if stripped.parts > 0 {
             let suffix = if stripped.dropped > 0 {
                 format!(
@@ -138,6 +143,8 @@ pub(crate) fn pipeline<'h>(
             repair = true;
         }
     }
+    let mut messages: Vec<Cow<'h, Value>> =
+        messages.into_iter().map(Entry::into_stripped).collect();
     if let Some(max) = positive(options, "maxChars") {
         let before = messages.len();
         let mut keep = 0usize;
@@ -189,6 +196,105 @@ fn empty_suffix(empty: usize) -> String {
     } else {
         ".".to_string()
     }
+}
+
+/// A message of the pipeline and the parts steps 4 and 5 decided to remove from it.
+struct Entry<'h> {
+    message: Cow<'h, Value>,
+    pending: Pending,
+}
+
+impl<'h> Entry<'h> {
+    /// The message without its pending parts (copied only when some are pending).
+    fn into_stripped(self) -> Cow<'h, Value> {
+        if self.pending == Pending::default() {
+            return self.message;
+        }
+        let pending = self.pending;
+        match self.message {
+            Cow::Borrowed(message) => {
+                let message_role = role(message);
+                Cow::Owned(clone_keeping_parts(message, |p| {
+                    !pending.removes(message_role, p)
+                }))
+            }
+            Cow::Owned(mut message) => {
+                let message_role = role(&message).to_string();
+                if let Some(Value::Array(parts)) = message.get_mut("content") {
+                    parts.retain(|p| !pending.removes(&message_role, p));
+                }
+                Cow::Owned(message)
+            }
+        }
+    }
+}
+
+/// Parts to remove: tool calls (step 4, `toolMode: drop`), assistant thinking (step 5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Pending {
+    calls: bool,
+    thinking: bool,
+}
+
+impl Pending {
+    const CALLS: Pending = Pending {
+        calls: true,
+        thinking: false,
+    };
+    const THINKING: Pending = Pending {
+        calls: false,
+        thinking: true,
+    };
+
+    fn removes(self, role: &str, part: &Value) -> bool {
+        (self.calls && part_type(part) == "toolCall")
+            || (self.thinking && role == "assistant" && part_type(part) == "thinking")
+    }
+
+    fn with(self, other: Pending) -> Pending {
+        Pending {
+            calls: self.calls || other.calls,
+            thinking: self.thinking || other.thinking,
+        }
+    }
+}
+
+/// Step 4 or 5 without copying: counts the parts `step` removes from each message (among those
+/// no earlier step removed), drops the messages left empty and records the removal as pending.
+fn plan_strip(messages: &mut Vec<Entry<'_>>, step: Pending) -> Stripped {
+    let mut out = Stripped {
+        parts: 0,
+        touched: 0,
+        dropped: 0,
+    };
+    messages.retain_mut(|entry| {
+        let Some(parts) = content_parts(&entry.message) else {
+            return true;
+        };
+        let message_role = role(&entry.message);
+        let (mut removed, mut left) = (0, 0);
+        for part in parts
+            .iter()
+            .filter(|p| !entry.pending.removes(message_role, p))
+        {
+            left += 1;
+            if step.removes(message_role, part) {
+                removed += 1;
+            }
+        }
+        if removed == 0 {
+            return true;
+        }
+        out.parts += removed;
+        out.touched += 1;
+        if removed == left {
+            out.dropped += 1;
+            return false;
+        }
+        entry.pending = entry.pending.with(step);
+        true
+    });
+    out
 }
 
 /// What [`strip_parts`] did.
