@@ -12,7 +12,7 @@ pub(crate) mod rewrite {
     pub(crate) use crate::rewrite::field;
     pub use crate::rewrite::{
         apply_compiled_messages_in_place, apply_compiled_system, apply_history_shared,
-        finalize_rule_count, rules_from_config, Rule,
+        finalize_rule_count, rules_from_config, MessageSlot, Rule,
     };
 }
 

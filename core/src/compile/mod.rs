@@ -287,6 +287,15 @@ pub struct Compiled {
     pub finalize_rules: usize,
 }
 
+impl rewrite::MessageSlot for CompiledMessage {
+    fn message(&self) -> &Value {
+        &self.message
+    }
+    fn message_mut(&mut self) -> &mut Value {
+        &mut self.message
+    }
+}
+
 impl Compiled {
     /// The message objects alone.
     pub fn message_values(&self) -> Vec<Value> {
@@ -492,8 +501,7 @@ impl<'a> Compiler<'a> {
             .and_then(|d| d.get("syntheticMessagesVisible"))
             == Some(&Value::Bool(true));
         // The chat-history pipeline borrows `host`; only the messages it keeps are copied.
-        let mut values: Vec<Value> = Vec::with_capacity(host.len() + stack.items.len());
-        let mut sources: Vec<MessageSource> = Vec::with_capacity(host.len() + stack.items.len());
+        let mut messages: Vec<CompiledMessage> = Vec::with_capacity(host.len() + stack.items.len());
         let mut inserted = false;
         for item in stack.items.iter().filter(|i| i.is_enabled()) {
             if item.slot_name() == Some(CHAT_HISTORY_SLOT) {
@@ -509,12 +517,16 @@ impl<'a> Compiler<'a> {
                 diagnostics.extend(rewrite::apply_history_shared(&self.rules, &mut expanded));
                 let count = expanded.len();
                 // The one copy of what no step or rule changed: the output owns its messages.
-                values.extend(expanded.into_iter().map(Cow::into_owned));
-                sources.extend((0..count).map(|index| MessageSource::ChatHistory {
-                    item_id: item.id.clone(),
-                    item_name: item.name.clone(),
-                    history_index: index + 1,
-                    history_count: count,
+                messages.extend(expanded.into_iter().enumerate().map(|(index, message)| {
+                    CompiledMessage {
+                        message: message.into_owned(),
+                        source: MessageSource::ChatHistory {
+                            item_id: item.id.clone(),
+                            item_name: item.name.clone(),
+                            history_index: index + 1,
+                            history_count: count,
+                        },
+                    }
                 }));
                 inserted = true;
                 continue;
@@ -529,26 +541,22 @@ impl<'a> Compiler<'a> {
             }
             let message =
                 synthetic::synthetic_message(role, text, self.runtime, visible, &self.stack_id);
-            values.push(message);
-            sources.push(MessageSource::StackItem {
-                item_id: item.id.clone(),
-                item_name: item.name.clone(),
-                role,
+            messages.push(CompiledMessage {
+                message,
+                source: MessageSource::StackItem {
+                    item_id: item.id.clone(),
+                    item_name: item.name.clone(),
+                    role,
+                },
             });
         }
         if !inserted {
-            values.extend(host.iter().cloned());
-            sources.extend(host.iter().map(|_| MessageSource::ImplicitHistory));
+            messages.extend(implicit(host));
         }
         diagnostics.extend(rewrite::apply_compiled_messages_in_place(
             &self.rules,
-            &mut values,
+            &mut messages,
         ));
-        let messages = values
-            .into_iter()
-            .zip(sources)
-            .map(|(message, source)| CompiledMessage { message, source })
-            .collect();
         (messages, diagnostics)
     }
 

@@ -356,7 +356,10 @@ pub fn apply_compiled_messages(
 }
 
 /// [`apply_compiled_messages`] on a list in place.
-pub fn apply_compiled_messages_in_place(rules: &[Rule], messages: &mut [Value]) -> Vec<Diagnostic> {
+pub fn apply_compiled_messages_in_place<M: MessageSlot>(
+    rules: &[Rule],
+    messages: &mut [M],
+) -> Vec<Diagnostic> {
     apply_messages(rules, messages, Stage::Compiled)
 }
 

@@ -445,23 +445,35 @@ fn lead_start(text: &str, at: usize, lead: &[Lead]) -> usize {
 
 /// The byte offset of the first occurrence of `literal` in `text` (ignoring ASCII case for a
 /// rule with the `i` flag; such a literal is all ASCII, see [`prefilter`]).
+///
+/// A scan for the first byte followed by a comparison: the texts are short, so this beats
+/// setting up a substring searcher per text. Comparing bytes is exact for UTF-8 (a match of a
+/// whole valid needle starts on a character boundary).
 pub(crate) fn find_literal(text: &str, literal: &str, ignore_case: bool) -> Option<usize> {
-    if !ignore_case {
-        return text.find(literal);
-    }
     let needle = literal.as_bytes();
     let hay = text.as_bytes();
     let first = *needle.first()?;
     if needle.len() > hay.len() {
         return None;
     }
-    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    let last_start = hay.len() - needle.len();
     let mut from = 0;
-    while from + needle.len() <= hay.len() {
-        let offset = hay[from..=hay.len() - needle.len()]
-            .iter()
-            .position(|&b| b == lower || b == upper)?;
-        let at = from + offset;
+    if !ignore_case {
+        while from <= last_start {
+            let at = from + hay[from..=last_start].iter().position(|&b| b == first)?;
+            if &hay[at..at + needle.len()] == needle {
+                return Some(at);
+            }
+            from = at + 1;
+        }
+        return None;
+    }
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    while from <= last_start {
+        let at = from
+            + hay[from..=last_start]
+                .iter()
+                .position(|&b| b == lower || b == upper)?;
         if hay[at..at + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(at);
         }
@@ -772,6 +784,9 @@ mod literal_tests {
         assert_eq!(find_literal("ééhellO", "Hello", true), Some(4));
         assert_eq!(find_literal("say HeLLo there", "hello", false), None);
         assert_eq!(find_literal("say hello there", "hello", false), Some(4));
+        assert_eq!(find_literal("ééhéllo", "hé", false), Some(4));
+        assert_eq!(find_literal("aab", "ab", false), Some(1));
+        assert_eq!(find_literal("a", "ab", false), None);
     }
 
     #[test]
