@@ -54,7 +54,6 @@ pub mod preview;
 mod slots;
 mod synthetic;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
