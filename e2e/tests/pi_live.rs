@@ -484,3 +484,64 @@ async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
     assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
 }
+
+/// Apply in the browser: the next request uses the profile's model, thinking level and tools,
+/// and the clamped thinking level is reported where the user clicked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_applies_a_profile_and_reports_the_clamp() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/lean.json", LEAN),
+        (".pi/forge/agent-profiles/deep.json", DEEP),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (authority, token) = ws.editor().expect("the extension started the editor");
+    let browser = support::Browser::start().await;
+    browser
+        .client
+        .goto(&format!("http://{authority}/?token={token}"))
+        .await
+        .expect("page loads");
+    browser.wait_css("#live-indicator[data-live='true']").await;
+    browser.click_text(".surface-tab", "Profiles").await;
+    browser
+        .click(".profile-row[data-selector='project:deep']")
+        .await;
+    browser.wait_css("button.apply:not([disabled])").await;
+    browser.click("button.apply").await;
+    browser.wait_css(".apply-result").await;
+    assert_eq!(
+        browser
+            .text(".apply-result .applied-thinking")
+            .await
+            .as_deref(),
+        Some("high")
+    );
+    assert_eq!(
+        browser
+            .text(".apply-result .apply-notes li")
+            .await
+            .as_deref(),
+        Some("Thinking level max is not available for fake/fake-2; Pi uses high.")
+    );
+    assert_eq!(
+        browser
+            .text(".apply-result .applied-tools")
+            .await
+            .as_deref(),
+        Some("read, grep")
+    );
+    pi.prompt("go");
+    let sent = &ws.model.bodies()[0];
+    assert_eq!(sent["model"], "fake-2");
+    assert_eq!(sent["reasoning_effort"], "high");
+    let tools: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "grep"]);
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
