@@ -174,17 +174,64 @@ pub fn render_text(text: &str, scope: &Scope, macros: &mut MacroContext) -> Resu
     render_text_all(text, scope, macros).map_err(|mut messages| messages.swap_remove(0))
 }
 
+/// A template text parsed and analyzed, or its parse or analysis errors.
+type Checked = Result<Template, Vec<String>>;
+
+thread_local! {
+    /// Parsed templates by text: stack items are the same from one compile to the next, so each
+    /// is parsed once per thread. Parsing is a pure function of the text, so the cache changes
+    /// no result. Bounded: it starts over when it holds [`PARSED_LIMIT`] texts, and texts longer
+    /// than [`PARSED_MAX_TEXT`] bytes are not kept.
+    static PARSED: std::cell::RefCell<std::collections::HashMap<String, std::rc::Rc<Checked>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// How many parsed templates [`PARSED`] keeps.
+const PARSED_LIMIT: usize = 256;
+
+/// The longest text [`PARSED`] keeps, in bytes.
+const PARSED_MAX_TEXT: usize = 16 * 1024;
+
+fn checked_template(text: &str) -> std::rc::Rc<Checked> {
+    if let Some(hit) = PARSED.with(|cache| cache.borrow().get(text).cloned()) {
+        return hit;
+    }
+    let checked = std::rc::Rc::new(
+        parse(text)
+            .map_err(|m| vec![format!("forge-v1 parse error: {m}")])
+            .and_then(|template| {
+                let errors = analyze(&template);
+                if errors.is_empty() {
+                    Ok(template)
+                } else {
+                    Err(errors)
+                }
+            }),
+    );
+    if text.len() > PARSED_MAX_TEXT {
+        return checked;
+    }
+    PARSED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= PARSED_LIMIT {
+            cache.clear();
+        }
+        cache.insert(text.to_string(), checked.clone());
+    });
+    checked
+}
+
 /// [`render_text`] with every diagnostic message (never an empty `Err`).
 pub fn render_text_all(
     text: &str,
     scope: &Scope,
     macros: &mut MacroContext,
 ) -> Result<String, Vec<String>> {
-    let template = parse(text).map_err(|m| vec![format!("forge-v1 parse error: {m}")])?;
-    let errors = analyze(&template);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    let checked = checked_template(text);
+    let template = match checked.as_ref() {
+        Ok(template) => template,
+        Err(errors) => return Err(errors.clone()),
+    };
     for (name, value) in [
         ("runtime", &scope.runtime),
         ("parameters", &scope.parameters),
@@ -195,6 +242,6 @@ pub fn render_text_all(
             )]);
         }
     }
-    render(&template, scope, macros, OUTPUT_LIMIT)
+    render(template, scope, macros, OUTPUT_LIMIT)
         .map_err(|e| vec![format!("forge-v1 render error: {}", e.message)])
 }
