@@ -192,3 +192,66 @@ fn a_second_session_is_told_the_project_is_taken() {
     assert_eq!(status, StatusCode::OK);
     drop(stream);
 }
+
+const AUTO: &str = r#"{"schemaVersion":2,"type":"pi-forge.prompt-stack","id":"auto","autoActivate":true,"items":[{"id":"sys","kind":"block","role":"system","content":"AUTO"}]}"#;
+
+fn hello_with(session: &str, active: &str) -> String {
+    let mut body = hello(session);
+    body["entries"] = json!([
+        {"customType": "pi-forge-prompt-stack-state", "data": {"activeStackId": "project:auto"}},
+        {"customType": "other", "data": {}},
+        {"customType": "pi-forge-prompt-stack-state", "data": {"activeStackId": active}}
+    ]);
+    body.to_string()
+}
+
+#[test]
+fn hello_restores_the_branch_choice_and_falls_back_only_in_a_trusted_project() {
+    let dirs = Dirs::new();
+    dirs.write(".pi/forge/prompt-stacks/lean.json", LEAN);
+    dirs.write(".pi/forge/prompt-stacks/auto.json", AUTO);
+    let server = Server::start(&dirs, &[], &[]);
+    let h = Host {
+        _dirs: dirs,
+        server,
+        client: Client::new(),
+    };
+    // The newest entry wins, and it still resolves: used as is, nothing to record.
+    let (status, welcome) = h.post("/api/host/hello", &hello_with("s1", "project:lean"));
+    assert_eq!(status, StatusCode::OK, "{welcome}");
+    assert_eq!(welcome["activeStackId"], "project:lean");
+    assert_eq!(welcome["entries"], json!([]));
+    // `none` stays off.
+    let (_, welcome) = h.post("/api/host/hello", &hello_with("s1", "none"));
+    assert_eq!(welcome["activeStackId"], Value::Null);
+    assert_eq!(welcome["entries"], json!([]));
+    // A Preset that is gone falls back to the auto-activating one, which is recorded.
+    let (_, welcome) = h.post("/api/host/hello", &hello_with("s1", "project:missing"));
+    assert_eq!(welcome["activeStackId"], "project:auto");
+    assert_eq!(
+        welcome["entries"],
+        json!([{"customType": "pi-forge-prompt-stack-state", "data": {"activeStackId": "project:auto"}}])
+    );
+    // A fresh session starts with the auto-activating Preset.
+    let (_, welcome) = h.post("/api/host/hello", &hello("s1").to_string());
+    assert_eq!(welcome["activeStackId"], "project:auto");
+}
+
+#[test]
+fn an_untrusted_project_never_auto_activates_and_keeps_the_branch_choice() {
+    let dirs = Dirs::new();
+    dirs.write(".pi/forge/prompt-stacks/auto.json", AUTO);
+    let server = Server::start(&dirs, &["--untrusted"], &[]);
+    let h = Host {
+        _dirs: dirs,
+        server,
+        client: Client::new(),
+    };
+    let (status, welcome) = h.post("/api/host/hello", &hello_with("s1", "project:auto"));
+    assert_eq!(status, StatusCode::OK, "{welcome}");
+    assert_eq!(welcome["activeStackId"], Value::Null);
+    assert_eq!(welcome["entries"], json!([]));
+    let (_, welcome) = h.post("/api/host/hello", &hello("s1").to_string());
+    assert_eq!(welcome["activeStackId"], Value::Null);
+    assert_eq!(welcome["entries"], json!([]));
+}

@@ -124,12 +124,11 @@ fn restore(
         Some(persisted) => match snapshot.restore_stack(persisted) {
             RestoredStack::Disabled => (None, Vec::new(), provenance),
             RestoredStack::Restored(entry) => (Some(entry.key.to_string()), Vec::new(), provenance),
+            // Untrusted: no auto-activation, and the branch keeps its choice for when the
+            // project is trusted again.
+            RestoredStack::Fallback(_) if !trusted => (None, Vec::new(), provenance),
             RestoredStack::Fallback(entry) => {
-                let key = if trusted {
-                    entry.map(|e| e.key.to_string())
-                } else {
-                    None
-                };
+                let key = entry.map(|e| e.key.to_string());
                 (key.clone(), persist(key), provenance)
             }
         },
