@@ -23,11 +23,14 @@
 //!    order) followed by `RuntimeSnapshot::prompt_guidelines`; a tool the policy removed
 //!    contributes nothing. A snippet that is an empty string is printed as it is (only an absent
 //!    one is "missing"); `onlyWithSnippets` leaves it out, as the original's `!!snippet` does.
-//! 5. **Chat history.** An info is emitted only when its count is non-zero (for tool dropping and
-//!    repair: when calls or results were removed). The role filter and the trims set the repair
-//!    flag only when they removed a message. A message is "left empty" when its content array has
-//!    no part left. A tool id is the first non-null field of the listed ones (non-strings compare
-//!    by their JSON text); a call or result without an id is dangling.
+//! 5. **Chat history** (as the original decides). An info is emitted only when its count is
+//!    non-zero (for tool dropping and repair: when calls or results were removed). A `roles`
+//!    option that is a non-empty array of strings always sets the repair flag, even when it
+//!    removed nothing; the trims set it when they removed a message; `includeSummaries` never
+//!    does. A message is "left empty" when its content array has no part left. A tool id is the
+//!    first of the listed fields that is a non-empty string (others are skipped); a call or
+//!    result without one is dangling. Call ids are collected from every object part of every
+//!    message with array content.
 //! 6. **Tool selection** is capabilities spec §B9 without capability patches: the active tools,
 //!    or `tools.initial` (registered names only, in its order), or for an effective policy the
 //!    filtered active tools (a selective `allow` filters the whole registry); an effective policy
