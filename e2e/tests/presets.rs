@@ -1893,3 +1893,40 @@ async fn unapplied_json_text_survives_tab_switches_and_is_guarded() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 19: counted quantifiers in "Try it"
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_it_applies_counted_quantifiers() {
+    let mut s = sample_stack("counted", "Counted", "aaa ab ab 1234 x");
+    s["regex"] = json!({ "rules": [
+        { "id": "twice", "pattern": "a{2,}", "replace": "[A]", "flags": "g", "stage": "compiled", "target": "system" },
+        { "id": "digits", "pattern": "\\d{4}", "replace": "[D]", "flags": "g", "stage": "compiled", "target": "system" }
+    ]});
+    let (_server, browser) = start(std::slice::from_ref(&s), "counted").await;
+    browser.tab("Regex").await;
+    for (n, want) in [(0, "[A] ab ab 1234 x"), (1, "aaa ab ab [D] x")] {
+        let card = format!("section.rule[data-rule='{n}']");
+        browser.click(&format!("{card} details.try summary")).await;
+        browser
+            .fill(
+                &format!("{card} textarea[name=rule-sample]"),
+                "aaa ab ab 1234 x",
+            )
+            .await;
+        browser
+            .wait_eq(&format!("{card} .try-result pre"), want)
+            .await;
+        assert_eq!(
+            browser
+                .text(&format!("{card} .try-result .badge"))
+                .await
+                .as_deref(),
+            Some("1 match")
+        );
+    }
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
