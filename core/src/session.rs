@@ -183,6 +183,28 @@ pub fn last_applied(
     Value::Object(map)
 }
 
+/// What an apply changed: `[{field, from, to}]` for model, thinking level and Preset, in that
+/// order, leaving out what stayed the same.
+pub fn changes(before: &LiveChoice, after: &LiveChoice) -> Vec<Value> {
+    let mut out = Vec::new();
+    if before.model != after.model {
+        out.push(json!({
+            "field": "model",
+            "from": model_value(before.model.as_ref()),
+            "to": model_value(after.model.as_ref()),
+        }));
+    }
+    if before.thinking_level != after.thinking_level {
+        out.push(json!({"field": "thinkingLevel", "from": before.thinking_level, "to": after.thinking_level}));
+    }
+    if before.prompt_stack != after.prompt_stack {
+        out.push(
+            json!({"field": "promptStack", "from": before.prompt_stack, "to": after.prompt_stack}),
+        );
+    }
+    out
+}
+
 /// Whether any field of a `last_applied` view drifted.
 pub fn drifted(last_applied: &Value) -> Vec<&'static str> {
     ["model", "thinkingLevel", "promptStack"]
@@ -271,6 +293,13 @@ mod tests {
         let view = last_applied(&p, None, &moved);
         assert_eq!(view["sourceState"], "missing");
         assert_eq!(drifted(&view), vec!["model"]);
+        assert_eq!(
+            changes(&moved, &applied),
+            vec![
+                json!({"field": "model", "from": {"provider":"fake","id":"m2"}, "to": {"provider":"fake","id":"m1"}})
+            ]
+        );
+        assert_eq!(changes(&applied, &applied), Vec::<Value>::new());
         assert_eq!(
             view["drift"]["model"],
             json!({"expected": {"provider":"fake","id":"m1"}, "actual": {"provider":"fake","id":"m2"}, "changed": true})

@@ -287,6 +287,14 @@ fn applying_a_profile_switches_model_thinking_and_tools_and_reports_the_clamp() 
         json!(["Thinking level max is not available for fake/fake-2; Pi uses high."])
     );
     assert_eq!(body["applied"]["thinkingLevel"], "high");
+    assert_eq!(
+        body["changed"],
+        json!([
+            {"field": "model", "from": {"provider": "fake", "id": "fake-1"}, "to": {"provider": "fake", "id": "fake-2"}},
+            {"field": "thinkingLevel", "from": "off", "to": "high"},
+            {"field": "promptStack", "from": null, "to": "project:lean"}
+        ])
+    );
     assert_eq!(body["applied"]["promptStack"], "project:lean");
     assert_eq!(
         body["applied"]["model"],

@@ -476,6 +476,7 @@ async fn apply_profile(
             "data": session::stack_state_data(stack_key.as_deref()),
         }]),
     );
+    let before = state.live.with_live(|h| h.choice())?;
     let result = command_switching_stack(state, "applyProfile", body, stack_key.clone()).await?;
     let used_thinking = result
         .get("thinkingLevel")
@@ -537,6 +538,7 @@ async fn apply_profile(
             "promptStack": stack_key,
             "activeTools": active_tools,
         },
+        "changed": session::changes(&before, &applied),
         "notes": notes,
     }))
 }
