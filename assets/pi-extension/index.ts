@@ -525,7 +525,15 @@ export default function piForge(pi: ExtensionAPI) {
 					const c = await connect(ctx);
 					const result = await call(c, "POST", `/api/profiles/${encodeURIComponent(arg)}/apply`, {}, 35000);
 					const notes = Array.isArray(result.notes) ? result.notes.map(String) : [];
-					return say([`pi-forge: profile ${arg} applied`, ...notes].join("\n"));
+					const shown = (v: Json | undefined): string =>
+						v && typeof v === "object" && !Array.isArray(v) ? `${String(v.provider)}/${String(v.id)}` : String(v ?? "none");
+					const changed = Array.isArray(result.changed)
+						? result.changed.map((c) => {
+								const change = c as Obj;
+								return `${String(change.field)}: ${shown(change.from)} → ${shown(change.to)}`;
+							})
+						: [];
+					return say([`pi-forge: profile ${arg} applied`, ...changed, ...notes].join("\n"));
 				}
 				default:
 					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id>", "warning");

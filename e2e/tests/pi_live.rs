@@ -553,3 +553,39 @@ async fn the_browser_applies_a_profile_and_reports_the_clamp() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// `/forge profile`, `/forge preset` and `/forge status` typed in Pi (RPC prompts).
+#[test]
+fn forge_commands_apply_a_profile_switch_presets_and_report_status() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/lean.json", LEAN),
+        (".pi/forge/agent-profiles/deep.json", DEEP),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    assert_eq!(
+        pi.command("/forge profile deep"),
+        "pi-forge: profile deep applied\nmodel: fake/fake-1 → fake/fake-2\nthinkingLevel: off → high\npromptStack: none → project:lean\nThinking level max is not available for fake/fake-2; Pi uses high."
+    );
+    assert_eq!(
+        pi.command("/forge preset off"),
+        "pi-forge: no Preset active"
+    );
+    let (authority, _) = ws.editor().unwrap();
+    assert_eq!(
+        pi.command("/forge status"),
+        format!("pi-forge: server http://{authority} · Preset none · profile deep (changed since: promptStack) · extension {v}, server {v}", v = env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        pi.command("/forge preset lean"),
+        "pi-forge: Preset project:lean active"
+    );
+    assert_eq!(
+        pi.command("/forge preset nope"),
+        "pi-forge: Unknown prompt stack: nope"
+    );
+    assert_eq!(
+        pi.command("/forge bogus"),
+        "usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id>"
+    );
+}
