@@ -1,6 +1,6 @@
 //! forge-core: the workspace core of pi-forge.
 //!
-//! Pure domain code (codecs, identity, canonical JSON, discovery rules) plus the [`store`]
+//! Pure domain code (codecs, identity, canonical JSON, discovery rules) plus the [`workspace::store`]
 //! abstraction over the filesystem. No async runtime, no HTTP: this crate also builds for
 //! `wasm32-unknown-unknown` so the browser runs the same validation as the server.
 //! See `docs/architecture.md` for the code map.

@@ -319,7 +319,7 @@ impl LiveHub {
     }
 
     /// Registers a host. `decide` turns the branch's entries into the initial state (a rule of
-    /// forge-core's; see [`restore`]).
+    /// forge-core's; see `restore` in the hello route).
     pub fn hello(
         self: &Arc<Self>,
         hello: Hello,

@@ -43,6 +43,11 @@ fn example_previews_match_golden_files() {
     let repo = repo();
     let golden_dir = repo.join("server/tests/golden");
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    // Updating turns this test into a writer that always passes: never under CI.
+    assert!(
+        !(update && std::env::var_os("CI").is_some_and(|v| !v.is_empty())),
+        "UPDATE_GOLDEN is set under CI (CI is set): golden files are only updated by hand, then reviewed"
+    );
     let mut stacks: Vec<PathBuf> = std::fs::read_dir(repo.join("docs/examples/stacks"))
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -689,13 +689,19 @@ fn ci(ctx: &Ctx) -> Result {
         check_extension(ctx)
     })?;
     stage("clippy", &mut || {
-        run(ctx
-            .cargo()
-            .args(["clippy", "--all-targets", "--", "-D", "warnings"]))
+        run(ctx.cargo().args([
+            "clippy",
+            "--locked",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
     })?;
     stage("clippy web (wasm32)", &mut || {
         run(ctx.cargo().args([
             "clippy",
+            "--locked",
             "-p",
             "forge-web",
             "--target",
@@ -706,9 +712,14 @@ fn ci(ctx: &Ctx) -> Result {
         ]))
     })?;
     stage("core builds for wasm32", &mut || {
-        run(ctx
-            .cargo()
-            .args(["build", "-p", "forge-core", "--target", WASM_TARGET]))
+        run(ctx.cargo().args([
+            "build",
+            "--locked",
+            "-p",
+            "forge-core",
+            "--target",
+            WASM_TARGET,
+        ]))
         .map_err(|f| {
             with_hint(
                 f,
@@ -720,11 +731,30 @@ fn ci(ctx: &Ctx) -> Result {
     stage("core unit tests without regex (browser build)", &mut || {
         run(ctx.cargo().args([
             "test",
+            "--locked",
             "-q",
             "-p",
             "forge-core",
             "--no-default-features",
             "--lib",
+        ]))
+    })?;
+    // Broken intra-doc links and private links fail the build (both feature sets of core).
+    stage("rustdoc (warnings are errors)", &mut || {
+        run(ctx.cargo().env("RUSTDOCFLAGS", "-D warnings").args([
+            "doc",
+            "--locked",
+            "--no-deps",
+            "-q",
+        ]))?;
+        run(ctx.cargo().env("RUSTDOCFLAGS", "-D warnings").args([
+            "doc",
+            "--locked",
+            "--no-deps",
+            "-q",
+            "-p",
+            "forge-core",
+            "--no-default-features",
         ]))
     })?;
     stage("dist", &mut || dist(ctx).map(drop))?;
@@ -737,12 +767,14 @@ fn ci(ctx: &Ctx) -> Result {
         .is_ok_and(|s| s.success());
     if nextest {
         // nextest does not run doctests; run them first so the test summary comes last.
-        stage("doctests", &mut || run(ctx.cargo().args(["test", "--doc"])))?;
+        stage("doctests", &mut || {
+            run(ctx.cargo().args(["test", "--locked", "--doc"]))
+        })?;
         stage("tests (nextest)", &mut || {
-            run(ctx.cargo().args(["nextest", "run"]))
+            run(ctx.cargo().args(["nextest", "run", "--locked"]))
         })?;
     } else {
-        stage("tests", &mut || run(ctx.cargo().args(["test"])))?;
+        stage("tests", &mut || run(ctx.cargo().args(["test", "--locked"])))?;
     }
 
     let mut summary = String::new();

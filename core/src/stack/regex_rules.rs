@@ -289,9 +289,9 @@ fn copy_name(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: &mut Str
 
 /// Checks that `pattern` compiles under `flags`; the error is the engine's reason.
 ///
-/// With the `regex` feature (the default) this is [`compile_pattern`]. Without it (the
+/// With the `regex` feature (the default) this is `compile_pattern`. Without it (the
 /// browser build, which leaves regress and its Unicode tables out) it asks the checker
-/// installed with [`set_pattern_checker`] — the browser installs its own JavaScript engine's
+/// installed with `set_pattern_checker` — the browser installs its own JavaScript engine's
 /// — and accepts every pattern when none is installed.
 pub fn check_pattern(pattern: &str, flags: &str) -> Result<(), String> {
     #[cfg(feature = "regex")]

@@ -69,7 +69,7 @@ fn runtime_alias(name: &str) -> Option<&'static str> {
 }
 
 /// Rendered text of a value: undefined → `""`, a string → itself, anything else → JSON text
-/// (see [`js_json`]).
+/// (JavaScript property order: integer-like keys first).
 pub fn value_to_string(value: Option<&Value>) -> String {
     match value {
         None => String::new(),
