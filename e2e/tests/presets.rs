@@ -1673,12 +1673,16 @@ async fn a_reload_answer_never_replaces_keystrokes_typed_while_it_was_in_flight(
     browser.wait_eq(".badge.dirty", "unsaved").await;
     // The banner's reload takes the external version.
     browser.click(".disk-changed button.reload-disk").await;
+    // The status may already read "Loaded alpha" from the first load: wait for the text itself.
+    browser
+        .wait_js(
+            "the reloaded text",
+            "return document.querySelector('textarea[name=item-content]').value;",
+            json!("Changed elsewhere."),
+        )
+        .await;
     browser.wait_status("Loaded alpha").await;
-    assert_eq!(
-        browser.value("textarea[name=item-content]").await,
-        "Changed elsewhere."
-    );
-    assert_eq!(browser.count(".badge.dirty").await, 0);
+    browser.wait_count(".badge.dirty", 0).await;
     browser.assert_no_errors().await;
     browser.close().await;
 }
