@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::id::Scope;
 use crate::profile::{AgentProfile, ModelRef};
+use crate::workspace::{RestoredStack, WorkspaceSnapshot};
 
 pub const STACK_STATE_TYPE: &str = "pi-forge-prompt-stack-state";
 pub const PROFILE_STATE_TYPE: &str = "pi-forge-agent-profile-state";
@@ -79,6 +80,52 @@ fn valid_provenance(p: &Value) -> bool {
     p.get("profileId").is_some_and(Value::is_string)
         && p.get("sourcePath").is_some_and(Value::is_string)
         && p.get("snapshot").is_some_and(Value::is_object)
+}
+
+/// What a (re)started session's branch means for pi-forge.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Restored {
+    /// `"<scope>:<id>"` of the Preset the session runs, if any.
+    pub active_stack: Option<String>,
+    /// Entries to append now: the restore changed the choice (a fallback or a fresh default).
+    pub record: Vec<SessionEntry>,
+    /// The last applied profile's provenance.
+    pub provenance: Option<Value>,
+}
+
+/// Restores a session from its branch: the newest stack-state entry when it still resolves
+/// (without a usability check); otherwise, and in a fresh session, the default auto-activating
+/// Preset, which is then recorded. An untrusted project never auto-activates and never records
+/// a fallback, so the branch keeps its choice for when the project is trusted again.
+pub fn restore(snapshot: &WorkspaceSnapshot, trusted: bool, entries: &[SessionEntry]) -> Restored {
+    let branch = branch_state(entries);
+    let provenance = branch.provenance.flatten();
+    let keep = |active_stack: Option<String>| Restored {
+        active_stack,
+        record: Vec::new(),
+        provenance: provenance.clone(),
+    };
+    let record = |key: Option<String>| Restored {
+        record: vec![SessionEntry {
+            custom_type: STACK_STATE_TYPE.to_string(),
+            data: stack_state_data(key.as_deref()),
+        }],
+        active_stack: key,
+        provenance: provenance.clone(),
+    };
+    match branch.active_stack_id.as_deref() {
+        Some(persisted) => match snapshot.restore_stack(persisted) {
+            RestoredStack::Disabled => keep(None),
+            RestoredStack::Restored(entry) => keep(Some(entry.key.to_string())),
+            RestoredStack::Fallback(_) if !trusted => keep(None),
+            RestoredStack::Fallback(entry) => record(entry.map(|e| e.key.to_string())),
+        },
+        None if !trusted => keep(None),
+        None => match snapshot.default_stack(None) {
+            Some(entry) => record(Some(entry.key.to_string())),
+            None => keep(None),
+        },
+    }
 }
 
 /// The data of a `pi-forge-prompt-stack-state` entry.

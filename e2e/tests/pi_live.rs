@@ -46,6 +46,24 @@ fn lean_workspace() -> Workspace {
     Workspace::new(&[(".pi/forge/prompt-stacks/lean.json", LEAN)])
 }
 
+/// The lean Preset plus the `deep` profile (fake-2, thinking max, Preset lean).
+fn deep_workspace() -> Workspace {
+    Workspace::new(&[
+        (".pi/forge/prompt-stacks/lean.json", LEAN),
+        (".pi/forge/agent-profiles/deep.json", DEEP),
+    ])
+}
+
+/// The tool names a request to the model declared.
+fn declared_tools(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .expect("the request declares tools")
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect()
+}
+
 /// `runtime.populatedAt` of a runtime snapshot: its clock as a UTC ISO string.
 fn runtime_clock_iso(runtime: &Value) -> String {
     let ms = runtime["clock"]["epochMs"].as_i64().unwrap();
@@ -218,12 +236,7 @@ fn an_active_preset_sends_exactly_what_preview_shows() {
             ("user".to_string(), "hello there".to_string())
         ]
     );
-    let tools: Vec<&str> = sent["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let tools = declared_tools(sent);
     assert_eq!(tools, ["read", "grep"]);
     assert_eq!(compiled["selectedTools"], json!(["read", "grep"]));
 }
@@ -274,10 +287,7 @@ fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
 
 #[test]
 fn applying_a_profile_switches_model_thinking_and_tools_and_reports_the_clamp() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/lean.json", LEAN),
-        (".pi/forge/agent-profiles/deep.json", DEEP),
-    ]);
+    let ws = deep_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
     let (status, body) = ws.api("POST", "/api/profiles/deep/apply", "{}");
@@ -497,10 +507,7 @@ async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
 /// and the clamped thinking level is reported where the user clicked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_browser_applies_a_profile_and_reports_the_clamp() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/lean.json", LEAN),
-        (".pi/forge/agent-profiles/deep.json", DEEP),
-    ]);
+    let ws = deep_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
     let (authority, token) = ws.editor().expect("the extension started the editor");
@@ -543,12 +550,7 @@ async fn the_browser_applies_a_profile_and_reports_the_clamp() {
     let sent = &ws.model.bodies()[0];
     assert_eq!(sent["model"], "fake-2");
     assert_eq!(sent["reasoning_effort"], "high");
-    let tools: Vec<&str> = sent["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let tools = declared_tools(sent);
     assert_eq!(tools, ["read", "grep"]);
     browser.assert_no_errors().await;
     browser.close().await;
@@ -557,10 +559,7 @@ async fn the_browser_applies_a_profile_and_reports_the_clamp() {
 /// `/forge profile`, `/forge preset` and `/forge status` typed in Pi (RPC prompts).
 #[test]
 fn forge_commands_apply_a_profile_switch_presets_and_report_status() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/lean.json", LEAN),
-        (".pi/forge/agent-profiles/deep.json", DEEP),
-    ]);
+    let ws = deep_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
     assert_eq!(

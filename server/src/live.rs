@@ -19,7 +19,7 @@ use std::time::Duration;
 use forge_core::id::{parse_stack_choice, StackChoice};
 use forge_core::profile::ModelRef;
 use forge_core::runtime::{Clock, ContextFile, ModelInfo, RuntimeSnapshot, SkillInfo, ToolInfo};
-use forge_core::session::{LiveChoice, SessionEntry};
+use forge_core::session::{LiveChoice, Restored, SessionEntry};
 use forge_core::workspace::{StackEntry, WorkspaceSnapshot};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -77,16 +77,6 @@ pub struct PiTool {
     pub source_info: Option<PiSourceInfo>,
 }
 
-/// A skill from `systemPromptOptions.skills`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PiSkill {
-    pub name: String,
-    pub description: String,
-    pub file_path: String,
-    pub disable_model_invocation: bool,
-}
-
 /// The parts of Pi's `systemPromptOptions` the compiler reads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -96,7 +86,8 @@ pub struct PiPromptOptions {
     pub prompt_guidelines: Vec<String>,
     pub append_system_prompt: Option<String>,
     pub context_files: Vec<ContextFile>,
-    pub skills: Vec<PiSkill>,
+    /// Pi's skills carry the same camelCase fields as forge-core's `SkillInfo`.
+    pub skills: Vec<SkillInfo>,
 }
 
 /// A model as the extension reports it.
@@ -323,7 +314,7 @@ impl LiveHub {
     pub fn hello(
         self: &Arc<Self>,
         hello: Hello,
-        decide: impl FnOnce(&[SessionEntry]) -> (Option<String>, Vec<SessionEntry>, Option<Value>),
+        decide: impl FnOnce(&[SessionEntry]) -> Restored,
     ) -> Result<Welcome, LiveError> {
         let mut inner = self.lock();
         if let Some(existing) = &inner.host {
@@ -334,7 +325,11 @@ impl LiveHub {
                 return Err(LiveError::HostBusy(existing.info.session_id.clone()));
             }
         }
-        let (active_stack, entries, provenance) = decide(&hello.entries);
+        let Restored {
+            active_stack,
+            record: entries,
+            provenance,
+        } = decide(&hello.entries);
         let host_id = random_id();
         let baseline = hello.facts.active_tools.clone();
         inner.counter += 1;
@@ -601,15 +596,32 @@ impl HostView<'_> {
         }
     }
 
-    /// The compiler's runtime snapshot from the live facts (tools active as in the baseline).
+    /// The compiler's runtime snapshot from the live facts (tools active as in the baseline),
+    /// with the conversation of the last `context` call (what a preview compiles against).
     pub fn runtime(&self, fallback_clock: Clock) -> RuntimeSnapshot {
+        self.runtime_with(fallback_clock, self.host.messages.clone())
+    }
+
+    /// The same facts with another conversation: none where only the system prompt and the
+    /// tools matter, the one Pi just sent on the prompt path (no copy of the stored one).
+    pub fn runtime_with(&self, fallback_clock: Clock, messages: Vec<Value>) -> RuntimeSnapshot {
         runtime_of(
             &self.host.facts,
             &self.host.baseline_tools,
             &self.host.info.cwd,
             self.host.clock.unwrap_or(fallback_clock),
-            self.host.messages.clone(),
+            messages,
         )
+    }
+
+    /// The models Pi has credentials for, as `{provider, id, name?}`.
+    pub fn models(&self) -> Vec<Value> {
+        self.host
+            .facts
+            .models
+            .iter()
+            .map(|m| serde_json::json!({"provider": m.provider, "id": m.id, "name": m.name}))
+            .collect()
     }
 }
 
@@ -669,16 +681,7 @@ pub fn runtime_of(
         append_system_prompt: options.append_system_prompt.filter(|s| !s.is_empty()),
         tools,
         prompt_guidelines: options.prompt_guidelines,
-        skills: options
-            .skills
-            .into_iter()
-            .map(|s| SkillInfo {
-                name: s.name,
-                description: s.description,
-                file_path: s.file_path,
-                disable_model_invocation: s.disable_model_invocation,
-            })
-            .collect(),
+        skills: options.skills,
         context_files: options.context_files,
         model: facts.model.as_ref().map(|m| ModelInfo {
             provider: m.provider.clone(),

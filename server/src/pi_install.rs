@@ -46,13 +46,9 @@ fn package_json() -> Result<String> {
     Ok(forge_core::json::to_pretty(&value))
 }
 
-/// Installs into `dir` (default: Pi's global extensions folder) and returns the folder.
-pub fn install(dir: Option<&Path>) -> Result<PathBuf> {
-    let dir = match dir {
-        Some(d) => d.to_path_buf(),
-        None => agent_dir()?.join("extensions").join("pi-forge"),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Writes the extension's three files into `dir`.
+fn install(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let bin = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find this pi-forge binary's path")?;
@@ -65,32 +61,23 @@ pub fn install(dir: Option<&Path>) -> Result<PathBuf> {
     write_atomic(
         &dir.join("install.json"),
         &forge_core::json::to_pretty(&install),
-    )?;
-    Ok(dir)
+    )
 }
 
 /// `pi-forge pi install [--dir DIR] [--print-path]`.
 pub fn run(dir: Option<&Path>, print_path: bool) -> Result<ExitCode> {
-    let before = dir
-        .map(Path::to_path_buf)
-        .or_else(|| {
-            agent_dir()
-                .ok()
-                .map(|d| d.join("extensions").join("pi-forge"))
-        })
-        .map(|d| d.join("install.json"))
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    let folder = install(dir)?;
+    let folder = match dir {
+        Some(d) => d.to_path_buf(),
+        None => agent_dir()?.join("extensions").join("pi-forge"),
+    };
+    let upgrade = folder.join("install.json").is_file();
+    install(&folder)?;
     let index = folder.join("index.ts");
     if print_path {
         println!("{}", index.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let verb = if before.is_some() {
-        "Updated"
-    } else {
-        "Installed"
-    };
+    let verb = if upgrade { "Updated" } else { "Installed" };
     println!(
         "{verb} the pi-forge extension {} in {}",
         env!("CARGO_PKG_VERSION"),

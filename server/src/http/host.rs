@@ -18,9 +18,8 @@ use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{Diagnostic, Level};
 use forge_core::json;
 use forge_core::rewrite;
-use forge_core::runtime::Clock;
-use forge_core::session::{self, SessionEntry, STACK_STATE_TYPE};
-use forge_core::workspace::{RestoredStack, WorkspaceSnapshot};
+use forge_core::runtime::{Clock, RuntimeSnapshot};
+use forge_core::session::{self, STACK_STATE_TYPE};
 use futures_util::stream::{self, StreamExt as _};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -102,48 +101,6 @@ async fn runtime(State(state): State<AppState>) -> ApiResult<Response> {
     })?))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Restore at hello
-
-/// What a (re)started session's branch means: the active Preset, entries to append when the
-/// restore changed the choice, and the provenance.
-fn restore(
-    snapshot: &WorkspaceSnapshot,
-    trusted: bool,
-    entries: &[SessionEntry],
-) -> (Option<String>, Vec<SessionEntry>, Option<Value>) {
-    let branch = session::branch_state(entries);
-    let provenance = branch.provenance.clone().flatten();
-    let persist = |key: Option<String>| {
-        vec![SessionEntry {
-            custom_type: STACK_STATE_TYPE.to_string(),
-            data: session::stack_state_data(key.as_deref()),
-        }]
-    };
-    match branch.active_stack_id.as_deref() {
-        Some(persisted) => match snapshot.restore_stack(persisted) {
-            RestoredStack::Disabled => (None, Vec::new(), provenance),
-            RestoredStack::Restored(entry) => (Some(entry.key.to_string()), Vec::new(), provenance),
-            // Untrusted: no auto-activation, and the branch keeps its choice for when the
-            // project is trusted again.
-            RestoredStack::Fallback(_) if !trusted => (None, Vec::new(), provenance),
-            RestoredStack::Fallback(entry) => {
-                let key = entry.map(|e| e.key.to_string());
-                (key.clone(), persist(key), provenance)
-            }
-        },
-        // Untrusted projects never auto-activate.
-        None if !trusted => (None, Vec::new(), provenance),
-        None => match snapshot.default_stack(None) {
-            Some(entry) => {
-                let key = Some(entry.key.to_string());
-                (key.clone(), persist(key), provenance)
-            }
-            None => (None, Vec::new(), provenance),
-        },
-    }
-}
-
 /// `POST /api/host/hello` → `{hostId, protocol, serverVersion, activeStackId, entries,
 /// versionMismatch}`.
 async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiResult<Response> {
@@ -165,9 +122,9 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
     let snapshot = state.ws.snapshot();
     let trusted = state.ws.trusted();
     let fresh = session::branch_state(&hello.entries).is_fresh();
-    let welcome = state
-        .live
-        .hello(hello, |entries| restore(&snapshot, trusted, entries))?;
+    let welcome = state.live.hello(hello, |entries| {
+        session::restore(&snapshot, trusted, entries)
+    })?;
     // Profile auto-activation runs first in a fresh session of a trusted project; the default
     // Preset chosen above is the fallback when no profile auto-activates.
     if fresh && trusted {
@@ -309,17 +266,21 @@ fn abort_message(key: &str, errors: &[&Diagnostic]) -> String {
     )
 }
 
-/// The active Preset of host `id` and the facts to compile it with.
+/// The active Preset of host `id` and its facts with `messages` as the conversation.
 fn live_stack(
     state: &ServerState,
     id: &str,
     session_id: &str,
+    messages: Vec<Value>,
     update: impl FnOnce(&mut live::HostView<'_>),
-) -> ApiResult<(Option<String>, forge_core::runtime::RuntimeSnapshot)> {
+) -> ApiResult<(Option<String>, RuntimeSnapshot)> {
     let clock = local_clock();
     Ok(state.live.with_host(id, session_id, |h| {
         update(h);
-        (h.active_stack().map(str::to_string), h.runtime(clock))
+        (
+            h.active_stack().map(str::to_string),
+            h.runtime_with(clock, messages),
+        )
     })?)
 }
 
@@ -342,35 +303,38 @@ enum LiveCompile {
 }
 
 /// Compiles the active Preset `key` (if any) against `runtime` on a blocking thread, with the
-/// same `compile()` as `pi-forge preview`.
+/// same `compile()` as `pi-forge preview`; hands the runtime back, so the caller can keep its
+/// conversation without copying it.
 async fn compile_live(
     state: &ServerState,
     key: Option<String>,
-    runtime: forge_core::runtime::RuntimeSnapshot,
+    runtime: RuntimeSnapshot,
     latest_user_message: Option<String>,
-) -> ApiResult<LiveCompile> {
+) -> ApiResult<(LiveCompile, RuntimeSnapshot)> {
     let Some(key) = key else {
-        return Ok(LiveCompile::Inactive);
+        return Ok((LiveCompile::Inactive, runtime));
     };
+    // The snapshot is shared (an `Arc`): the Preset is read in place, never copied.
     let snapshot = state.ws.snapshot();
-    let Some(entry) = stack_entry(&snapshot, &key) else {
-        return Ok(LiveCompile::Abort {
-            message: format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model. Choose another Preset or run `/forge preset off`."),
-            key,
-            diagnostics: Vec::new(),
-        });
-    };
-    let stack = entry.parsed.stack.clone();
-    let mut diagnostics = entry.diagnostics.clone();
     Ok(tokio::task::spawn_blocking(move || {
+        let Some(entry) = stack_entry(&snapshot, &key) else {
+            let gone = LiveCompile::Abort {
+                message: format!("pi-forge: the active Preset {key} no longer exists, so nothing was sent to the model. Choose another Preset or run `/forge preset off`."),
+                key,
+                diagnostics: Vec::new(),
+            };
+            return (gone, runtime);
+        };
         let macros = MacroRegistry::new();
-        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        let mut input = CompileInput::new(Some(&entry.parsed.stack), &runtime, &macros);
         input.stack_key = Some(key.clone());
         input.latest_user_message = latest_user_message;
         let compiled = compile::compile(&input);
+        drop(input);
+        let mut diagnostics = entry.diagnostics.clone();
         diagnostics.extend(compiled.diagnostics.iter().cloned());
         let errors = errors_of(&diagnostics);
-        if errors.is_empty() {
+        let outcome = if errors.is_empty() {
             LiveCompile::Compiled {
                 key,
                 compiled,
@@ -382,7 +346,8 @@ async fn compile_live(
                 key,
                 diagnostics,
             }
-        }
+        };
+        (outcome, runtime)
     })
     .await?)
 }
@@ -398,44 +363,46 @@ async fn turn(
 ) -> ApiResult<Response> {
     let message: TurnMessage = parse(body, "turn")?;
     let clock = message.clock;
-    let (key, runtime) = live_stack(&state, &id, &message.session_id, |h| {
+    // The system prompt reads the conversation only through the latest user message, which is
+    // the prompt itself: no conversation is copied or run through the history pipeline here
+    // (`context` compiles the messages once, with the ones Pi sends).
+    let (key, runtime) = live_stack(&state, &id, &message.session_id, Vec::new(), |h| {
         h.update_facts(message.facts);
         h.set_clock(clock);
     })?;
-    Ok(ok_json(
-        &match compile_live(&state, key, runtime, Some(message.prompt)).await? {
-            LiveCompile::Inactive => json!({ "active": false }),
-            LiveCompile::Abort {
-                key,
-                message,
-                diagnostics,
-            } => json!({
+    let (outcome, _) = compile_live(&state, key, runtime, Some(message.prompt)).await?;
+    Ok(ok_json(&match outcome {
+        LiveCompile::Inactive => json!({ "active": false }),
+        LiveCompile::Abort {
+            key,
+            message,
+            diagnostics,
+        } => json!({
+            "active": true,
+            "stackId": key,
+            "abort": message,
+            "diagnostics": diagnostics,
+        }),
+        LiveCompile::Compiled {
+            key,
+            compiled,
+            diagnostics,
+        } => {
+            let tools = compiled.selected_tools.clone();
+            // Only for the same host and session; a vanished host makes this a no-op.
+            let _ = state
+                .live
+                .with_host(&id, &message.session_id, |h| h.set_applied_tools(tools));
+            json!({
                 "active": true,
                 "stackId": key,
-                "abort": message,
+                "systemPrompt": compiled.system_prompt,
+                "activeTools": compiled.selected_tools,
+                "finalizeRules": compiled.finalize_rules,
                 "diagnostics": diagnostics,
-            }),
-            LiveCompile::Compiled {
-                key,
-                compiled,
-                diagnostics,
-            } => {
-                let tools = compiled.selected_tools.clone();
-                // Only for the same host and session; a vanished host makes this a no-op.
-                let _ = state
-                    .live
-                    .with_host(&id, &message.session_id, |h| h.set_applied_tools(tools));
-                json!({
-                    "active": true,
-                    "stackId": key,
-                    "systemPrompt": compiled.system_prompt,
-                    "activeTools": compiled.selected_tools,
-                    "finalizeRules": compiled.finalize_rules,
-                    "diagnostics": diagnostics,
-                })
-            }
-        },
-    ))
+            })
+        }
+    }))
 }
 
 #[derive(Deserialize)]
@@ -454,18 +421,18 @@ async fn context(
     HostBody(body): HostBody,
 ) -> ApiResult<Response> {
     let message: ContextMessage = parse(body, "context")?;
-    let (key, runtime) = live_stack(&state, &id, &message.session_id, |h| {
-        h.set_messages(message.messages)
-    })?;
-    Ok(ok_json(
-        &match compile_live(&state, key, runtime, None).await? {
-            LiveCompile::Inactive => json!({}),
-            LiveCompile::Abort { message, .. } => json!({ "abort": message }),
-            LiveCompile::Compiled { compiled, .. } => {
-                json!({ "messages": compiled.message_values() })
-            }
-        },
-    ))
+    let (key, runtime) = live_stack(&state, &id, &message.session_id, message.messages, |_| {})?;
+    let (outcome, runtime) = compile_live(&state, key, runtime, None).await?;
+    // Kept for previews (`GET /api/runtime`): moved, not copied. A host that left meanwhile
+    // keeps nothing.
+    let _ = state.live.with_host(&id, &message.session_id, |h| {
+        h.set_messages(runtime.messages)
+    });
+    Ok(ok_json(&match outcome {
+        LiveCompile::Inactive => json!({}),
+        LiveCompile::Abort { message, .. } => json!({ "abort": message }),
+        LiveCompile::Compiled { compiled, .. } => json!({ "messages": compiled.message_values() }),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -483,7 +450,9 @@ async fn finalize(
     HostBody(body): HostBody,
 ) -> ApiResult<Response> {
     let message: FinalizeMessage = parse(body, "finalize")?;
-    let (key, _) = live_stack(&state, &id, &message.session_id, |_| {})?;
+    let key = state.live.with_host(&id, &message.session_id, |h| {
+        h.active_stack().map(str::to_string)
+    })?;
     let snapshot = state.ws.snapshot();
     let Some(entry) = key.as_deref().and_then(|k| stack_entry(&snapshot, k)) else {
         return Ok(ok_json(&json!({})));

@@ -97,9 +97,20 @@ impl ServerState {
         let clock = local_clock();
         self.live
             .with_live(|h| h.runtime(clock))
-            .unwrap_or_else(|_| {
-                RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), clock)
-            })
+            .unwrap_or_else(|_| self.stand_in(clock))
+    }
+
+    /// The same facts without the conversation: for tool policies, where messages play no part
+    /// and copying a long session's conversation would be waste.
+    pub fn tool_runtime(&self) -> RuntimeSnapshot {
+        let clock = local_clock();
+        self.live
+            .with_live(|h| h.runtime_with(clock, Vec::new()))
+            .unwrap_or_else(|_| self.stand_in(clock))
+    }
+
+    fn stand_in(&self, clock: Clock) -> RuntimeSnapshot {
+        RuntimeSnapshot::default_snapshot(&self.project.display().to_string(), clock)
     }
 }
 

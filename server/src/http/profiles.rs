@@ -13,8 +13,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{counts, Diagnostic};
-use forge_core::id::{parse_stack_choice, Scope, StackChoice};
+use forge_core::id::Scope;
 use forge_core::profile;
+use forge_core::runtime::RuntimeSnapshot;
 use forge_core::session::{self, LiveChoice, STACK_STATE_TYPE};
 use forge_core::stack::PromptStack;
 use forge_core::workspace::service::{self, Kind};
@@ -30,6 +31,7 @@ use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
 use super::{AppState, ServerState};
+use crate::live::stack_entry;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -43,29 +45,25 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The tools active after `stack`'s policy on pi-forge's stand-in runtime.
-fn effective_tools(state: &ServerState, stack: Option<&PromptStack>) -> Vec<String> {
-    let runtime = state.runtime();
+fn effective_tools(runtime: &RuntimeSnapshot, stack: Option<&PromptStack>) -> Vec<String> {
     let macros = MacroRegistry::new();
-    let input = CompileInput::new(stack, &runtime, &macros);
+    let input = CompileInput::new(stack, runtime, &macros);
     compile::compile(&input).selected_tools
 }
 
 /// `current`: the live session's model, thinking level and Preset (all null without one).
-fn current(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+fn current(state: &ServerState, snapshot: &WorkspaceSnapshot, runtime: &RuntimeSnapshot) -> Value {
     let active = state.active_id();
     let stack = active
         .as_deref()
-        .and_then(|a| match parse_stack_choice(a) {
-            Ok(StackChoice::Selector(sel)) => snapshot.resolve_stack(&sel).found(),
-            _ => None,
-        })
+        .and_then(|a| stack_entry(snapshot, a))
         .map(|e| &e.parsed.stack);
     let choice = state.live.with_live(|h| h.choice()).unwrap_or_default();
     json!({
         "model": choice.model.as_ref().map(|m| m.to_value()),
         "thinkingLevel": choice.thinking_level,
         "promptStack": active,
-        "effectiveTools": effective_tools(state, stack),
+        "effectiveTools": effective_tools(runtime, stack),
     })
 }
 
@@ -93,6 +91,7 @@ fn last_applied(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
 
 /// What applying `entry` would set, and whether it could be applied.
 fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
+    let runtime = state.tool_runtime();
     let profile = &entry.parsed.profile;
     let mut diagnostics = entry.diagnostics.clone();
     let (stack_key, stack, resolves) = match snapshot.profile_stack(entry) {
@@ -113,12 +112,12 @@ fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
         "description": profile.description,
         "sourcePath": entry.path,
         "autoActivate": profile.auto_activate == Some(true),
-        "current": current(state, snapshot),
+        "current": current(state, snapshot, &runtime),
         "target": {
             "model": profile.model.to_value(),
             "thinkingLevel": profile.thinking_level.as_str(),
             "promptStack": stack_key,
-            "effectiveTools": effective_tools(state, stack.map(|s| &s.parsed.stack)),
+            "effectiveTools": effective_tools(&runtime, stack.map(|s| &s.parsed.stack)),
             "toolPolicy": policy,
         },
         "applicable": entry.usable() && resolves,
@@ -135,9 +134,10 @@ fn entry_view(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
 }
 
 fn status_view(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+    let runtime = state.tool_runtime();
     json!({
         "liveHost": state.live.connected(),
-        "current": current(state, snapshot),
+        "current": current(state, snapshot, &runtime),
         "lastApplied": last_applied(state, snapshot),
     })
 }
@@ -197,7 +197,7 @@ async fn collection(State(state): State<AppState>) -> ApiResult<Response> {
             "globalProfileDirectory": dir(Scope::Global),
             "profiles": profiles,
             "status": status_view(&state, &snapshot),
-            "models": [],
+            "models": state.live.with_live(|h| h.models()).unwrap_or_default(),
             "promptStacks": stacks,
         })
     })
