@@ -290,6 +290,15 @@ fn applying_a_profile_switches_model_thinking_and_tools_and_reports_the_clamp() 
     let ws = deep_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
+    // The profile editor's model list is what Pi has credentials for.
+    let (_, collection) = ws.api("GET", "/api/profiles", "");
+    assert_eq!(
+        collection["models"],
+        json!([
+            {"provider": "fake", "id": "fake-1", "name": "fake-1"},
+            {"provider": "fake", "id": "fake-2", "name": "fake-2"}
+        ])
+    );
     let (status, body) = ws.api("POST", "/api/profiles/deep/apply", "{}");
     assert_eq!(status, 200, "{body}");
     assert_eq!(
