@@ -477,6 +477,13 @@ async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
     );
     browser.wait_css(".editor button.deactivate").await;
     browser.screenshot("live-session").await;
+    // The connected indicator fits a phone-sized window too.
+    browser.viewport(390, 844).await;
+    browser.wait_css("#live-indicator[data-live='true']").await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    assert!(browser.in_viewport("#live-indicator").await);
+    browser.screenshot("live-session-390").await;
+    browser.viewport(1280, 900).await;
     pi.prompt("hello there");
     assert_eq!(
         ws.model.bodies()[0]["messages"][0]["content"],
