@@ -18,6 +18,7 @@ pub mod import;
 pub mod js;
 pub mod json;
 pub mod message;
+pub mod payload;
 pub mod profile;
 #[cfg(feature = "regex")]
 pub mod rewrite;

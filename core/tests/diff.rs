@@ -35,6 +35,7 @@ fn report(model: &str, input: u64, cache_read: u64, cache_write: u64) -> UsageRe
         cache_read,
         cache_write,
         stop_reason: None,
+        cost: None,
     }
 }
 

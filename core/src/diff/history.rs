@@ -1,15 +1,17 @@
-//! The run history behind `GET /api/context-diff`: the last turns, their diffs and usage.
+//! The run history behind the payload routes: the last turns, their redacted payloads, their
+//! diffs and the usage the provider reported for each.
 
 use super::{diff_turns, extract_blocks, total_chars, turn_tokens, Block, Turn, TurnDiff};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// How many turns the history keeps.
 pub const HISTORY_LIMIT: usize = 20;
 
 /// Token usage as a provider reported it for one response.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,6 +30,9 @@ pub struct UsageReport {
     /// For example `stop`, `toolUse`, `aborted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The total cost in the provider's currency, when Pi knows the model's prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// Whether the model has ever reported cache activity.
@@ -59,6 +64,33 @@ pub struct Usage {
     pub cache_hit_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// Where a captured request came from: the host's request counter, Pi's turn, the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureInfo {
+    /// The host's counter of provider requests in this session (pairs usage with its request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_seq: Option<u64>,
+    /// Pi's turn index within the prompt that sent the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_turn: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Length in bytes of the compact JSON of the stored (redacted) payload (0: not a capture).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One row of the turn list.
@@ -80,6 +112,8 @@ pub struct TurnSummary {
     pub changed_blocks: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    #[serde(flatten)]
+    pub capture: CaptureInfo,
 }
 
 /// The newest turn with its diff against the turn before it.
@@ -102,10 +136,13 @@ pub struct ContextDiffView {
     pub latest_diff: Option<TurnDiff>,
 }
 
+/// One kept turn: its blocks, its list row and (for real captures) the stored payload.
 #[derive(Debug, Clone)]
-struct Entry {
-    turn: Turn,
-    summary: TurnSummary,
+pub struct Entry {
+    pub turn: Turn,
+    pub summary: TurnSummary,
+    /// The redacted payload exactly as stored; shared, so pinning a turn copies nothing.
+    pub payload: Option<Arc<Value>>,
 }
 
 /// The captured turns of a session (at most [`HISTORY_LIMIT`]) plus the per-model memory of
@@ -126,6 +163,24 @@ impl TurnHistory {
     /// Captures a provider payload as the next turn (see [`extract_blocks`]).
     pub fn capture(&mut self, captured_at: &str, stack_id: Option<&str>, payload: &Value) -> &Turn {
         self.push(captured_at, stack_id, extract_blocks(payload))
+    }
+
+    /// Captures an (already redacted) provider payload as the next turn and keeps the payload
+    /// itself with it, as [`Entry::payload`].
+    pub fn capture_request(
+        &mut self,
+        captured_at: &str,
+        stack_id: Option<&str>,
+        mut info: CaptureInfo,
+        payload: Value,
+    ) -> &Entry {
+        info.bytes = crate::json::to_compact(&payload).len();
+        let blocks = extract_blocks(&payload);
+        self.push(captured_at, stack_id, blocks);
+        let entry = self.entries.back_mut().expect("just pushed");
+        entry.summary.capture = info;
+        entry.payload = Some(Arc::new(payload));
+        entry
     }
 
     /// Records the next turn, `turn-<n>` with `n` counting every capture (1-based), diffed
@@ -152,9 +207,14 @@ impl TurnHistory {
             prefix_ratio: diff.prefix_ratio,
             changed_blocks: diff.summary.changed_blocks,
             usage: None,
+            capture: CaptureInfo::default(),
         };
         self.latest_diff = Some(diff);
-        self.entries.push_back(Entry { turn, summary });
+        self.entries.push_back(Entry {
+            turn,
+            summary,
+            payload: None,
+        });
         while self.entries.len() > HISTORY_LIMIT {
             self.entries.pop_front();
         }
@@ -199,6 +259,7 @@ impl TurnHistory {
             },
             cache_hit_ratio,
             stop_reason: report.stop_reason.clone(),
+            cost: report.cost,
         }
     }
 
@@ -213,6 +274,39 @@ impl TurnHistory {
         }
         entry.summary.usage = Some(usage.clone());
         Some(usage)
+    }
+
+    /// Derives usage and attaches it to the kept turn whose request carried `request_seq`, when
+    /// that turn has no usage yet. Usage for a request that was never captured (dropped by the
+    /// host, or a compaction call) is observed but attached to nothing: pairing by sequence
+    /// number never shifts a report onto the wrong turn.
+    pub fn record_usage_for(&mut self, request_seq: u64, report: &UsageReport) -> Option<Usage> {
+        let usage = self.observe_usage(report);
+        let entry = self
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| e.summary.capture.request_seq == Some(request_seq))?;
+        if entry.summary.usage.is_some() {
+            return None;
+        }
+        entry.summary.usage = Some(usage.clone());
+        Some(usage)
+    }
+
+    /// A kept turn by id.
+    pub fn entry(&self, turn_id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.turn.turn_id == turn_id)
+    }
+
+    /// The kept entries, oldest first.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+
+    /// The newest entry.
+    pub fn newest(&self) -> Option<&Entry> {
+        self.entries.back()
     }
 
     /// Whether the newest turn is still waiting for usage.

@@ -18,8 +18,8 @@ pub mod text;
 
 pub use extract::{extract_blocks, payload_content_text};
 pub use history::{
-    CacheReporting, ContextDiffView, LatestTurn, TurnHistory, TurnSummary, Usage, UsageReport,
-    HISTORY_LIMIT,
+    CacheReporting, CaptureInfo, ContextDiffView, Entry, LatestTurn, TurnHistory, TurnSummary,
+    Usage, UsageReport, HISTORY_LIMIT,
 };
 
 use crate::json::{to_compact, utf16_len};
