@@ -23,6 +23,8 @@ const PROTOCOL = 1;
 /** A Preset turn that gets no answer within this time is aborted (fail closed). */
 const TURN_TIMEOUT_MS = 2000;
 const START_TIMEOUT_MS = 15000;
+/** Captured requests waiting to be forwarded; when full, the oldest is dropped and counted. */
+const CAPTURE_QUEUE_LIMIT = 16;
 const HERE = dirname(fileURLToPath(import.meta.url));
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -114,6 +116,13 @@ export default function piForge(pi: ExtensionAPI) {
 	let idleWaiters: Array<() => void> = [];
 	let stackIds: string[] = [];
 	let profileIds: string[] = [];
+	// Payload capture: a bounded queue drained in order, so usage follows its request.
+	let captureOn = true;
+	let requestSeq = 0;
+	let piTurn = 0;
+	let dropped = 0;
+	let draining = false;
+	const captureQueue: Array<{ c: Conn; kind: "payload" | "usage"; head: Obj; payload?: string }> = [];
 
 	const headers = (c: Conn) => ({ "content-type": "application/json", "x-pi-forge-token": c.token });
 
@@ -347,6 +356,8 @@ export default function piForge(pi: ExtensionAPI) {
 		ctxNow = ctx;
 		shuttingDown = false;
 		basePrompt = ctx.getSystemPrompt();
+		requestSeq = 0;
+		dropped = 0;
 		if (!hasForgeState(ctx)) return;
 		try {
 			await connect(ctx);
@@ -448,6 +459,7 @@ export default function piForge(pi: ExtensionAPI) {
 	});
 
 	pi.on("message_end", async (event) => {
+		captureUsage(event.message);
 		const c = conn;
 		if (!c || finalizeRules === 0) return;
 		try {
@@ -463,6 +475,105 @@ export default function piForge(pi: ExtensionAPI) {
 			return { block: true, reason: `pi-forge: the active Preset ${activeStackId ?? ""} does not allow the tool ${event.toolName}.` };
 		}
 	});
+
+	// ---- payload capture (observe only: the handler never returns a value or waits) ----
+
+	function enqueue(item: (typeof captureQueue)[number]) {
+		if (captureQueue.length >= CAPTURE_QUEUE_LIMIT) {
+			captureQueue.shift();
+			dropped += 1;
+		}
+		captureQueue.push(item);
+		if (!draining) void drain();
+	}
+
+	async function drain() {
+		draining = true;
+		while (captureQueue.length > 0) {
+			const item = captureQueue.shift();
+			if (!item) break;
+			const head = item.kind === "payload" ? JSON.stringify({ ...item.head, dropped }) : JSON.stringify(item.head);
+			const body = item.payload === undefined ? head : `${head.slice(0, -1)},"payload":${item.payload}}`;
+			try {
+				const response = await fetch(`${item.c.base}/api/host/${item.c.hostId}/${item.kind}`, {
+					method: "POST",
+					headers: headers(item.c),
+					body,
+					signal: AbortSignal.timeout(10000),
+				});
+				const text = await response.text();
+				if (item.kind === "payload" && response.ok && ctxNow?.hasUI) {
+					const answer = JSON.parse(text) as Obj;
+					if (answer.armed === "pi") {
+						const saved = typeof answer.saved === "string" ? ` · saved to ${answer.saved}` : "";
+						const failed = typeof answer.saveError === "string" ? ` · not saved: ${answer.saveError}` : "";
+						ctxNow.ui.notify(
+							`pi-forge: captured ${String(answer.turnId)} (${String(answer.bytes)} bytes, ~${String(answer.approxTokens)} tokens)${saved}${failed} · ${item.c.url}`,
+							failed ? "warning" : "info",
+						);
+					}
+				}
+			} catch {
+				// The server is gone or busy: the capture is lost, the request itself was never touched.
+			}
+		}
+		draining = false;
+	}
+
+	pi.on("turn_start", (event) => {
+		piTurn = event.turnIndex;
+	});
+
+	pi.on("before_provider_request", (event, ctx) => {
+		const c = conn;
+		if (!c || !captureOn) return undefined;
+		requestSeq += 1;
+		let payload: string | undefined;
+		try {
+			payload = JSON.stringify(event.payload);
+		} catch {
+			return undefined;
+		}
+		const model = ctx.model;
+		enqueue({
+			c,
+			kind: "payload",
+			head: {
+				sessionId: c.sessionId,
+				seq: requestSeq,
+				piTurn,
+				provider: model?.provider ?? null,
+				model: model?.id ?? null,
+				api: model?.api ?? null,
+				capturedAt: new Date().toISOString(),
+			},
+			payload: payload ?? "null",
+		});
+		return undefined;
+	});
+
+	function captureUsage(message: unknown) {
+		const c = conn;
+		if (!c || !captureOn || requestSeq === 0 || !message || typeof message !== "object") return;
+		const m = message as { role?: string; usage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; cost?: { total?: number } }; provider?: string; model?: string; stopReason?: string };
+		if (m.role !== "assistant" || !m.usage) return;
+		enqueue({
+			c,
+			kind: "usage",
+			head: {
+				sessionId: c.sessionId,
+				seq: requestSeq,
+				provider: m.provider ?? null,
+				model: m.model ?? null,
+				input: m.usage.input ?? 0,
+				output: m.usage.output ?? 0,
+				cacheRead: m.usage.cacheRead ?? 0,
+				cacheWrite: m.usage.cacheWrite ?? 0,
+				cost: typeof m.usage.cost?.total === "number" ? m.usage.cost.total : null,
+				stopReason: m.stopReason ?? null,
+			},
+		});
+	}
 
 	// ---- /forge ----
 
@@ -535,8 +646,31 @@ export default function piForge(pi: ExtensionAPI) {
 						: [];
 					return say([`pi-forge: profile ${arg} applied`, ...changed, ...notes].join("\n"));
 				}
+				case "payload": {
+					const [action = "status", option = ""] = rest;
+					if (action === "off" || action === "on") {
+						captureOn = action === "on";
+						return say(captureOn ? "pi-forge: capturing provider requests" : "pi-forge: not capturing provider requests in this session");
+					}
+					const c = await connect(ctx);
+					if (action === "next") {
+						if (option && option !== "save") return say("usage: /forge payload next [save]", "warning");
+						await call(c, "POST", "/api/payloads/arm", { save: option === "save", by: "pi" });
+						return say(`pi-forge: the next provider request will be captured${option === "save" ? " and saved to .pi/forge/payloads/" : ""}`);
+					}
+					if (action === "clear") {
+						await call(c, "DELETE", "/api/payloads");
+						return say("pi-forge: captures cleared");
+					}
+					if (action !== "status") return say("usage: /forge payload next [save] | clear | on | off", "warning");
+					const list = await call(c, "GET", "/api/payloads");
+					const turns = Array.isArray(list.turns) ? list.turns.length : 0;
+					return say(
+						`pi-forge: ${turns} captured request(s)${list.armed ? " · next request armed" : ""}${captureOn ? "" : " · capture off"}${dropped ? ` · ${dropped} dropped` : ""} · ${c.url}`,
+					);
+				}
 				default:
-					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id>", "warning");
+					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off", "warning");
 			}
 		} catch (e) {
 			say(`pi-forge: ${errorText(e)}`, "error");
@@ -544,14 +678,17 @@ export default function piForge(pi: ExtensionAPI) {
 	}
 
 	pi.registerCommand("forge", {
-		description: "pi-forge: open the editor (ui), show status, switch Preset or apply a profile",
+		description: "pi-forge: open the editor (ui), show status, switch Preset, apply a profile, capture payloads",
 		getArgumentCompletions: async (prefix: string) => {
 			const words = prefix.split(/\s+/);
 			if (words.length <= 1) {
-				return ["ui", "status", "preset", "profile"].filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
+				return ["ui", "status", "preset", "profile", "payload"].filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
 			}
 			if (conn) await refreshIds(conn);
 			const [sub, partial = ""] = words;
+			if (sub === "payload") {
+				return ["next", "next save", "clear", "on", "off"].filter((s) => s.startsWith(words.slice(1).join(" "))).map((s) => ({ value: `payload ${s}`, label: s }));
+			}
 			const pool = sub === "ui" ? ["stop", "restart"] : sub === "preset" ? [...stackIds, "off"] : sub === "profile" ? profileIds : [];
 			return pool.filter((s) => s.startsWith(partial)).map((s) => ({ value: `${sub} ${s}`, label: s }));
 		},

@@ -7,6 +7,7 @@ mod commands;
 mod http;
 mod import;
 mod live;
+mod payloads;
 mod paths;
 mod pi_install;
 mod preview;

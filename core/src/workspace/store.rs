@@ -32,6 +32,9 @@ pub enum Dir {
     Capabilities,
     /// The forge root itself (`config.json`).
     Root,
+    /// `payloads/` under the forge root: captured provider requests the user saved. Written
+    /// only, never discovered as resources.
+    Payloads,
 }
 
 impl Dir {
@@ -43,12 +46,14 @@ impl Dir {
             (Scope::Project, Dir::Profiles) => ".pi/forge/agent-profiles",
             (Scope::Project, Dir::Capabilities) => ".pi/forge/capabilities",
             (Scope::Project, Dir::Root) => ".pi/forge",
+            (Scope::Project, Dir::Payloads) => ".pi/forge/payloads",
             (Scope::Global, Dir::Stacks) => "prompt-stacks",
             // The global scope has no legacy directory; it maps to the primary one.
             (Scope::Global, Dir::LegacyStacks) => "prompt-stacks",
             (Scope::Global, Dir::Profiles) => "agent-profiles",
             (Scope::Global, Dir::Capabilities) => "capabilities",
             (Scope::Global, Dir::Root) => "",
+            (Scope::Global, Dir::Payloads) => "payloads",
         }
     }
 }

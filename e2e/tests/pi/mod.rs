@@ -41,11 +41,18 @@ pub fn pi_tools() -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // The fake model
 
+/// The API key models.json gives the fake provider: distinctive, so a test can prove it never
+/// leaks into a capture, a response, a file or a log.
+pub const FAKE_API_KEY: &str = "sk-forge-e2e-secret-4242";
+
 /// A fake OpenAI-compatible server: `GET /v1/models`, `POST /v1/chat/completions` (SSE with
-/// one text delta "ok from fake" and usage). Every POST body is recorded.
+/// one text delta "ok from fake" and usage). Every POST body is recorded, and the headers with
+/// it. Usage: 10 prompt tokens on the first request; from the second on, 40 prompt tokens of
+/// which 30 were read from the provider's cache (`prompt_tokens_details.cached_tokens`).
 pub struct FakeModel {
     pub port: u16,
     pub requests: Arc<Mutex<Vec<Value>>>,
+    pub headers: Arc<Mutex<Vec<Vec<String>>>>,
 }
 
 impl FakeModel {
@@ -53,14 +60,21 @@ impl FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake model");
         let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let headers = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&requests);
+        let header_log = Arc::clone(&headers);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(stream, &log));
+                let header_log = Arc::clone(&header_log);
+                std::thread::spawn(move || serve(stream, &log, &header_log));
             }
         });
-        FakeModel { port, requests }
+        FakeModel {
+            port,
+            requests,
+            headers,
+        }
     }
 
     pub fn bodies(&self) -> Vec<Value> {
@@ -68,18 +82,20 @@ impl FakeModel {
     }
 }
 
-fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>) {
+fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>, header_log: &Mutex<Vec<Vec<String>>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
         return;
     }
     let mut length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).is_err() || line == "\r\n" || line.is_empty() {
             break;
         }
+        headers.push(line.trim_end().to_string());
         if let Some((name, value)) = line.split_once(':') {
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse().unwrap_or(0);
@@ -101,7 +117,18 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>) {
     }
     let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let model = value["model"].as_str().unwrap_or("fake-1").to_string();
-    log.lock().unwrap().push(value);
+    let nth = {
+        let mut log = log.lock().unwrap();
+        log.push(value);
+        header_log.lock().unwrap().push(headers);
+        log.len()
+    };
+    let usage = if nth == 1 {
+        json!({"prompt_tokens":10,"completion_tokens":3,"total_tokens":13})
+    } else {
+        json!({"prompt_tokens":40,"completion_tokens":3,"total_tokens":43,
+               "prompt_tokens_details":{"cached_tokens":30}})
+    };
     let chunk = |delta: Value, finish: Value| {
         json!({"id":"c1","object":"chat.completion.chunk","created":0,"model":model,
                "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
@@ -112,7 +139,7 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>) {
         chunk(json!({"content":"ok from fake"}), Value::Null),
         chunk(json!({}), json!("stop")),
         json!({"id":"c1","object":"chat.completion.chunk","created":0,"model":model,"choices":[],
-               "usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}),
+               "usage":usage}),
     ] {
         out.push_str(&format!("data: {event}\n\n"));
     }
@@ -162,7 +189,7 @@ impl Workspace {
         let models = json!({"providers": {"fake": {
             "baseUrl": format!("http://127.0.0.1:{}/v1", ws.model.port),
             "api": "openai-completions",
-            "apiKey": "fake",
+            "apiKey": FAKE_API_KEY,
             "models": [model_entry("fake-1", false), model_entry("fake-2", true)],
         }}});
         std::fs::write(ws.agent().join("models.json"), models.to_string()).unwrap();

@@ -8,6 +8,9 @@
 //!   changes: refetch everything;
 //! - `event: live` with the live Pi session's view (`GET /api/live`) right after `ready` and on
 //!   every change: connect, disconnect, model, thinking level, active Preset;
+//! - `event: payloads` with the capture summary (`{type:"payloads", sessionId, count, newest,
+//!   latest, armed, usage}`) right after `ready` and whenever a capture, a usage report, an arm
+//!   or a clear changes it;
 //! - a `: keepalive` comment every 15 seconds.
 //!
 //! `EventSource` cannot send headers, so the session cookie authenticates the stream.
@@ -63,8 +66,11 @@ async fn events(State(state): State<AppState>) -> Response {
     };
     let live_event = |view: Value| Event::default().event("live").data(json::to_compact(&view));
     let live = WatchStream::new(state.live.watch()).map(live_event);
+    let payload_event =
+        |summary: Value| Event::default().event("payloads").data(json::to_compact(&summary));
+    let payloads = WatchStream::new(state.payloads.watch()).map(payload_event);
     let stream = stream::once(async { ready })
-        .chain(stream::select(updates, live))
+        .chain(stream::select(updates, stream::select(live, payloads)))
         .take_until(Box::pin(stopped))
         .map(Ok::<_, Infallible>);
     let mut response = Sse::new(stream)

@@ -72,7 +72,7 @@ fn require_object(body: &Value, what: &str) -> ApiResult<()> {
 }
 
 /// Parses a host body into `T`, naming the field at fault.
-fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
+pub(super) fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
     require_object(&body, what)?;
     serde_json::from_value(body).map_err(|e| {
         ApiError::new(

@@ -14,6 +14,7 @@ mod events;
 pub mod extract;
 mod host;
 mod meta;
+mod payloads;
 pub mod profiles;
 pub mod security;
 mod stack_import;
@@ -33,6 +34,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::live::LiveHub;
+use crate::payloads::PayloadHub;
 use crate::state::WorkspaceHandle;
 use error::ApiError;
 
@@ -52,6 +54,8 @@ pub struct ServerState {
     /// The live Pi session (the one owner of the active Preset, the applied profile and Pi's
     /// facts); empty when no Pi is connected.
     pub live: Arc<LiveHub>,
+    /// Captured provider requests of the live session (see `payloads.rs`).
+    pub payloads: Arc<PayloadHub>,
     /// Turns true when the server shuts down; event streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -80,6 +84,7 @@ impl ServerState {
             project,
             global,
             live: Arc::new(LiveHub::new()),
+            payloads: Arc::new(PayloadHub::new()),
             shutdown,
         }
     }
@@ -136,6 +141,7 @@ pub fn router(state: AppState) -> Router {
         .merge(meta::routes())
         .merge(events::routes())
         .merge(host::routes())
+        .merge(payloads::routes())
         .merge(stacks::routes())
         .merge(profiles::routes())
         .merge(capabilities::routes())

@@ -1,0 +1,248 @@
+//! Payload capture and the run diff against a real Pi 1.6.0 (RPC mode) and a fake model that
+//! records the bodies and headers it receives. Expected values come from those recorded bytes.
+
+mod pi;
+mod support;
+
+use std::time::Duration;
+
+use forge_core::diff::text::{diff_lines, LineTag};
+use forge_core::json::to_canonical;
+use forge_core::payload::redact;
+use pi::{poll, Workspace, FAKE_API_KEY};
+use serde_json::Value;
+
+fn probe_stack(rule: &str) -> String {
+    format!(
+        r#"{{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "probe",
+  "mode": "replace",
+  "items": [
+    {{ "id": "sys", "kind": "block", "role": "system", "content": "You are the payload probe.\nAnswer in one line. {rule}" }},
+    {{ "id": "hist", "kind": "slot", "slot": "chat-history" }}
+  ]
+}}
+"#
+    )
+}
+
+/// Waits until the server holds `count` captures, the last with usage; returns the list.
+fn captures(ws: &Workspace, count: usize) -> Value {
+    poll(Duration::from_secs(20), || {
+        let (status, list) = ws.api("GET", "/api/payloads", "");
+        let turns = list["turns"].as_array()?;
+        (status == 200 && turns.len() == count && turns[count - 1]["usage"].is_object())
+            .then_some(list)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the server never held {count} captures with usage: {}",
+            ws.api("GET", "/api/payloads", "").1
+        )
+    })
+}
+
+fn raw_capture(ws: &Workspace, turn: &str) -> String {
+    let (authority, token) = ws.editor().expect("the editor runs");
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    use std::io::{Read as _, Write as _};
+    write!(
+        stream,
+        "GET /api/payloads/{turn}?download=1 HTTP/1.1\r\nHost: {authority}\r\nx-pi-forge-token: {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn block_role(block: &Value) -> String {
+    let side = if block["after"].is_object() { &block["after"] } else { &block["before"] };
+    side["role"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
+    let ws = Workspace::new(&[(".pi/forge/prompt-stacks/probe.json", &probe_stack("Be brief."))]);
+    let mut pi = ws.pi(&[]);
+    pi.connected();
+    assert_eq!(pi.command("/forge preset probe"), "pi-forge: Preset project:probe active");
+
+    pi.prompt("first question");
+    // Before any cache report, the ratio is "not reported" (null), never 0 %.
+    let one = captures(&ws, 1);
+    assert_eq!(one["turns"][0]["usage"]["cacheReporting"], "not-reported");
+    assert_eq!(one["turns"][0]["usage"]["cacheHitRatio"], Value::Null);
+    assert_eq!(one["turns"][0]["usage"]["input"], 10);
+
+    pi.prompt("second question");
+    let list = captures(&ws, 2);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 2);
+
+    // Each capture is the recorded body after the same redaction, as canonical JSON.
+    for (i, body) in bodies.iter().enumerate() {
+        let turn = list["turns"][i]["turnId"].as_str().unwrap();
+        assert_eq!(turn, format!("turn-{}", i + 1));
+        let (status, captured) = ws.api("GET", &format!("/api/payloads/{turn}"), "");
+        assert_eq!(status, 200);
+        assert_eq!(to_canonical(&captured), to_canonical(&redact(body)), "{turn}");
+        assert_eq!(captured["max_completion_tokens"], 1000, "token counts are kept");
+        assert_eq!(list["turns"][i]["provider"], "fake");
+        assert_eq!(list["turns"][i]["model"], "fake-1");
+        assert_eq!(list["turns"][i]["api"], "openai-completions");
+        assert_eq!(list["turns"][i]["requestSeq"], i as u64 + 1);
+        assert_eq!(
+            list["turns"][i]["bytes"],
+            forge_core::json::to_compact(&captured).len()
+        );
+    }
+
+    // The provider's cache report on the second answer: 30 of 40 prompt tokens read from cache.
+    let usage = &list["turns"][1]["usage"];
+    assert_eq!(usage["cacheRead"], 30);
+    assert_eq!(usage["input"], 10);
+    assert_eq!(usage["promptTokens"], 40);
+    assert_eq!(usage["cacheReporting"], "reported");
+    assert_eq!(usage["cacheHitRatio"], 0.75);
+
+    // Run diff turn-1 → turn-2: the system message and the first question unchanged, the
+    // assistant answer and the new question appended, the cached prefix ending at the answer.
+    let (status, diff) = ws.api("GET", "/api/payloads/diff", "");
+    assert_eq!(status, 200);
+    assert_eq!(diff["from"]["turnId"], "turn-1");
+    assert_eq!(diff["to"]["turnId"], "turn-2");
+    let messages: Vec<(String, String)> = diff["diff"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| block_role(b) != "request")
+        .map(|b| (block_role(b), b["status"].as_str().unwrap().to_string()))
+        .collect();
+    let pairs: Vec<(&str, &str)> = messages.iter().map(|(r, s)| (r.as_str(), s.as_str())).collect();
+    assert_eq!(
+        pairs,
+        [("system", "same"), ("user", "same"), ("assistant", "added"), ("user", "added")]
+    );
+    assert_eq!(diff["diff"]["summary"]["added"], 2);
+    assert_eq!(diff["diff"]["summary"]["modified"], 0);
+    assert_eq!(diff["diff"]["summary"]["removed"], 0);
+    let boundary = diff["prefixBoundary"].as_str().unwrap();
+    assert!(boundary.starts_with("message-assistant-"), "{boundary}");
+    assert_eq!(diff["to"]["usage"]["cacheRead"], 30);
+
+    // A Preset edit between turns: the system block is modified, exactly the edited words marked.
+    std::fs::write(
+        ws.project().join(".pi/forge/prompt-stacks/probe.json"),
+        probe_stack("Be thorough."),
+    )
+    .unwrap();
+    poll(Duration::from_secs(10), || {
+        let (_, stack) = ws.api("GET", "/api/stacks/probe", "");
+        stack.to_string().contains("Be thorough.").then_some(())
+    })
+    .expect("the watcher picked up the edit");
+    pi.prompt("third question");
+    captures(&ws, 3);
+    let (_, diff) = ws.api("GET", "/api/payloads/diff", "");
+    assert_eq!(diff["from"]["turnId"], "turn-2");
+    let modified: Vec<&Value> = diff["diff"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["status"] == "modified")
+        .collect();
+    assert_eq!(modified.len(), 1, "{diff}");
+    assert_eq!(block_role(modified[0]), "system");
+    assert_eq!(diff["prefixBlocks"], 1, "only the model field precedes the edit");
+    let lines = diff_lines(
+        modified[0]["before"]["text"].as_str().unwrap(),
+        modified[0]["after"]["text"].as_str().unwrap(),
+    );
+    let marked = |tag: LineTag| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.tag == tag)
+            .flat_map(|l| l.spans.iter().filter(|s| s.changed).map(|s| s.text.clone()))
+            .collect()
+    };
+    assert_eq!(marked(LineTag::Removed).concat(), "brief");
+    assert_eq!(marked(LineTag::Added).concat(), "thorough");
+
+    // The API key travelled in the Authorization header and nowhere else pi-forge keeps things.
+    let headers = ws.model.headers.lock().unwrap().clone();
+    assert!(headers[0]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(&format!("authorization: Bearer {FAKE_API_KEY}"))));
+    let (status, saved) = ws.api("POST", "/api/payloads/turn-1/save", "");
+    assert_eq!(status, 201, "{saved}");
+    let file = std::fs::read_to_string(saved["path"].as_str().unwrap()).unwrap();
+    assert!(saved["path"]
+        .as_str()
+        .unwrap()
+        .starts_with(&ws.project().join(".pi/forge/payloads/pi-forge-turn-1-").display().to_string()));
+    assert_eq!(
+        to_canonical(&serde_json::from_str(&file).unwrap()),
+        to_canonical(&redact(&bodies[0]))
+    );
+    let mut seen = vec![
+        ws.api("GET", "/api/payloads", "").1.to_string(),
+        ws.api("GET", "/api/payloads/diff?from=turn-1&to=turn-3", "").1.to_string(),
+        raw_capture(&ws, "turn-1"),
+        raw_capture(&ws, "turn-3"),
+        file,
+    ];
+    let log = std::env::temp_dir().join(format!("pi-forge-ui-{}.log", unsafe_uid()));
+    seen.extend(std::fs::read_to_string(log).ok());
+    for text in &seen {
+        assert!(!text.contains(FAKE_API_KEY), "the API key leaked: {text}");
+    }
+    assert!(raw_capture(&ws, "turn-1").contains("content-disposition: attachment; filename=\"pi-forge-turn-1-"));
+
+    // Clearing forgets everything.
+    let (status, cleared) = ws.api("DELETE", "/api/payloads", "");
+    assert_eq!(status, 200);
+    assert_eq!(cleared["turns"], serde_json::json!([]));
+    assert_eq!(ws.api("GET", "/api/payloads/turn-1", "").0, 404);
+}
+
+/// The uid the extension names its log after (`process.getuid()`).
+fn unsafe_uid() -> String {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn capturing_never_changes_the_request() {
+    let ws = Workspace::new(&[(".pi/forge/config.json", "{}\n")]);
+    // Session 1: capture off.
+    let mut pi = ws.pi(&[]);
+    pi.connected();
+    assert_eq!(
+        pi.command("/forge payload off"),
+        "pi-forge: not capturing provider requests in this session"
+    );
+    pi.prompt("the same question");
+    let (_, list) = ws.api("GET", "/api/payloads", "");
+    assert_eq!(list["turns"], serde_json::json!([]), "nothing was captured");
+    pi.quit();
+    // Session 2: capture on (the default).
+    let mut pi = ws.pi(&[]);
+    pi.connected();
+    pi.prompt("the same question");
+    captures(&ws, 1);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 2);
+    // The session id is the one thing that differs between two sessions' requests.
+    let strip = |body: &Value| {
+        let mut body = body.clone();
+        if let Some(map) = body.as_object_mut() {
+            map.remove("prompt_cache_key");
+        }
+        to_canonical(&body)
+    };
+    assert_eq!(strip(&bodies[0]), strip(&bodies[1]));
+    assert!(bodies[1].to_string().contains("the same question"));
+}
