@@ -156,7 +156,9 @@ pub struct RunDiff {
 pub enum PayloadError {
     #[error("No captured turn {0} in this session (the history keeps the last 20 turns).")]
     UnknownTurn(String),
-    #[error("No captured provider turns yet. Send a prompt; recent turns appear here automatically.")]
+    #[error(
+        "No captured provider turns yet. Send a prompt; recent turns appear here automatically."
+    )]
     Empty,
 }
 

@@ -55,7 +55,15 @@ fn every_hidden_key_is_a_secret_and_every_token_count_is_kept() {
     for key in KEPT_VARIANTS.iter().chain(TOKEN_COUNT_KEYS.iter()) {
         assert!(!is_secret_key(key), "{key} must be kept");
     }
-    for key in ["model", "messages", "stream", "tools", "content", "role", "temperature"] {
+    for key in [
+        "model",
+        "messages",
+        "stream",
+        "tools",
+        "content",
+        "role",
+        "temperature",
+    ] {
         assert!(!is_secret_key(key), "{key} is not a secret");
     }
 }
@@ -63,7 +71,10 @@ fn every_hidden_key_is_a_secret_and_every_token_count_is_kept() {
 #[test]
 fn keys_normalise_like_the_original() {
     assert_eq!(normalize_key("maxOutputTokens"), "max_output_tokens");
-    assert_eq!(normalize_key("max-completion-tokens"), "max_completion_tokens");
+    assert_eq!(
+        normalize_key("max-completion-tokens"),
+        "max_completion_tokens"
+    );
     assert_eq!(normalize_key("x--api..key"), "x_api_key");
     assert_eq!(normalize_key("token2Count"), "token2_count");
     assert_eq!(normalize_key("Authorization"), "authorization");
@@ -91,10 +102,19 @@ fn redaction_reaches_every_depth_and_array() {
     assert_eq!(out["apiKey"], json!(REDACTED));
     assert_eq!(out["headers"]["Authorization"], json!(REDACTED));
     assert_eq!(out["headers"]["x-api-key"], json!(REDACTED));
-    assert_eq!(out["messages"][0]["content"][0]["sessionToken"], json!(REDACTED));
+    assert_eq!(
+        out["messages"][0]["content"][0]["sessionToken"],
+        json!(REDACTED)
+    );
     assert_eq!(out["messages"][0]["content"][0]["text"], json!("hi"));
-    assert_eq!(out["messages"][1]["usage"], json!({"cached_tokens": 5, "prompt_tokens": 10}));
-    assert_eq!(out["providerOptions"][0][0]["refreshToken"], json!(REDACTED));
+    assert_eq!(
+        out["messages"][1]["usage"],
+        json!({"cached_tokens": 5, "prompt_tokens": 10})
+    );
+    assert_eq!(
+        out["providerOptions"][0][0]["refreshToken"],
+        json!(REDACTED)
+    );
     assert_eq!(out["providerOptions"][0][0]["cookie"], json!(REDACTED));
     assert_eq!(out["providerOptions"][0][0]["tokenBudget"], json!(300));
     assert_eq!(out["max_completion_tokens"], json!(1000));
@@ -142,11 +162,28 @@ fn usage(input: u64, cache_read: u64) -> UsageReport {
 #[test]
 fn captures_pair_usage_by_request_and_report_cache_only_once_seen() {
     let mut store = PayloadStore::new();
-    let first = store.capture("s1", "t1", Some("p"), info(1), request(1, &[("user", "one")]), 0);
+    let first = store.capture(
+        "s1",
+        "t1",
+        Some("p"),
+        info(1),
+        request(1, &[("user", "one")]),
+        0,
+    );
     assert_eq!(first.summary.turn_id, "turn-1");
-    assert_eq!(first.summary.capture.bytes, request(1, &[("user", "one")]).to_string().len());
+    assert_eq!(
+        first.summary.capture.bytes,
+        request(1, &[("user", "one")]).to_string().len()
+    );
     assert!(first.armed.is_none());
-    store.capture("s1", "t2", Some("p"), info(2), request(2, &[("user", "one"), ("assistant", "ok"), ("user", "two")]), 0);
+    store.capture(
+        "s1",
+        "t2",
+        Some("p"),
+        info(2),
+        request(2, &[("user", "one"), ("assistant", "ok"), ("user", "two")]),
+        0,
+    );
 
     // Usage for request 1 arrives after request 2 was captured: it still lands on turn-1.
     let u1 = store.record_usage("s1", 1, &usage(10, 0)).unwrap();
@@ -176,10 +213,17 @@ fn captures_pair_usage_by_request_and_report_cache_only_once_seen() {
 #[test]
 fn a_new_session_starts_a_new_history_and_arming_pins_one_capture() {
     let mut store = PayloadStore::new();
-    store.arm(Armed { armed_at: "a0".into(), save: true, by: "web".into() });
+    store.arm(Armed {
+        armed_at: "a0".into(),
+        save: true,
+        by: "web".into(),
+    });
     let pinned = store.capture("s1", "t1", None, info(1), request(1, &[("user", "x")]), 0);
     assert_eq!(pinned.armed.as_ref().map(|a| a.save), Some(true));
-    assert!(store.armed().is_none(), "the arm is consumed by one capture");
+    assert!(
+        store.armed().is_none(),
+        "the arm is consumed by one capture"
+    );
     let next = store.capture("s1", "t2", None, info(2), request(2, &[("user", "y")]), 3);
     assert!(next.armed.is_none());
     for seq in 3..=25 {
@@ -191,8 +235,14 @@ fn a_new_session_starts_a_new_history_and_arming_pins_one_capture() {
     assert_eq!(view.dropped, 3);
     // The pinned capture outlives the history.
     assert_eq!(view.latest.as_ref().unwrap().turn_id, "turn-1");
-    assert_eq!(store.get("turn-1").unwrap().payload.as_ref().unwrap()["messages"][1]["content"], json!("x"));
-    assert_eq!(store.get("turn-2").unwrap_err(), PayloadError::UnknownTurn("turn-2".into()));
+    assert_eq!(
+        store.get("turn-1").unwrap().payload.as_ref().unwrap()["messages"][1]["content"],
+        json!("x")
+    );
+    assert_eq!(
+        store.get("turn-2").unwrap_err(),
+        PayloadError::UnknownTurn("turn-2".into())
+    );
 
     // Another session: everything starts over (numbering too).
     let other = store.capture("s2", "t", None, info(1), request(1, &[]), 0);
@@ -200,7 +250,11 @@ fn a_new_session_starts_a_new_history_and_arming_pins_one_capture() {
     assert_eq!(store.view().turns.len(), 1);
     assert!(store.view().latest.is_none());
 
-    store.arm(Armed { armed_at: "a1".into(), save: false, by: "pi".into() });
+    store.arm(Armed {
+        armed_at: "a1".into(),
+        save: false,
+        by: "pi".into(),
+    });
     store.clear();
     let cleared = store.view();
     assert!(cleared.turns.is_empty() && cleared.armed.is_none() && cleared.latest.is_none());
@@ -210,13 +264,27 @@ fn a_new_session_starts_a_new_history_and_arming_pins_one_capture() {
 #[test]
 fn run_diff_marks_appended_messages_and_the_prefix_boundary() {
     let mut store = PayloadStore::new();
-    store.capture("s", "t1", None, info(1), request(1, &[("user", "first question")]), 0);
+    store.capture(
+        "s",
+        "t1",
+        None,
+        info(1),
+        request(1, &[("user", "first question")]),
+        0,
+    );
     store.capture(
         "s",
         "t2",
         None,
         info(2),
-        request(1, &[("user", "first question"), ("assistant", "ok from fake"), ("user", "second")]),
+        request(
+            1,
+            &[
+                ("user", "first question"),
+                ("assistant", "ok from fake"),
+                ("user", "second"),
+            ],
+        ),
         0,
     );
     let diff = store.diff(None, None).unwrap();
@@ -226,7 +294,12 @@ fn run_diff_marks_appended_messages_and_the_prefix_boundary() {
         .diff
         .blocks
         .iter()
-        .map(|b| (b.after.as_ref().or(b.before.as_ref()).unwrap().role.clone(), b.status))
+        .map(|b| {
+            (
+                b.after.as_ref().or(b.before.as_ref()).unwrap().role.clone(),
+                b.status,
+            )
+        })
         .collect();
     assert_eq!(
         statuses,
@@ -241,7 +314,11 @@ fn run_diff_marks_appended_messages_and_the_prefix_boundary() {
         ]
     );
     assert_eq!(diff.prefix_blocks, 3);
-    assert!(diff.prefix_boundary.as_deref().unwrap().starts_with("message-assistant-"));
+    assert!(diff
+        .prefix_boundary
+        .as_deref()
+        .unwrap()
+        .starts_with("message-assistant-"));
     let sum: i64 = diff.diff.blocks.iter().map(|b| b.token_delta).sum();
     assert_eq!(sum, diff.diff.delta_tokens);
 

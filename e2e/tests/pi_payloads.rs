@@ -59,16 +59,26 @@ fn raw_capture(ws: &Workspace, turn: &str) -> String {
 }
 
 fn block_role(block: &Value) -> String {
-    let side = if block["after"].is_object() { &block["after"] } else { &block["before"] };
+    let side = if block["after"].is_object() {
+        &block["after"]
+    } else {
+        &block["before"]
+    };
     side["role"].as_str().unwrap().to_string()
 }
 
 #[test]
 fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
-    let ws = Workspace::new(&[(".pi/forge/prompt-stacks/probe.json", &probe_stack("Be brief."))]);
+    let ws = Workspace::new(&[(
+        ".pi/forge/prompt-stacks/probe.json",
+        &probe_stack("Be brief."),
+    )]);
     let mut pi = ws.pi(&[]);
     pi.connected();
-    assert_eq!(pi.command("/forge preset probe"), "pi-forge: Preset project:probe active");
+    assert_eq!(
+        pi.command("/forge preset probe"),
+        "pi-forge: Preset project:probe active"
+    );
 
     pi.prompt("first question");
     // Before any cache report, the ratio is "not reported" (null), never 0 %.
@@ -88,8 +98,15 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
         assert_eq!(turn, format!("turn-{}", i + 1));
         let (status, captured) = ws.api("GET", &format!("/api/payloads/{turn}"), "");
         assert_eq!(status, 200);
-        assert_eq!(to_canonical(&captured), to_canonical(&redact(body)), "{turn}");
-        assert_eq!(captured["max_completion_tokens"], 1000, "token counts are kept");
+        assert_eq!(
+            to_canonical(&captured),
+            to_canonical(&redact(body)),
+            "{turn}"
+        );
+        assert_eq!(
+            captured["max_completion_tokens"], 1000,
+            "token counts are kept"
+        );
         assert_eq!(list["turns"][i]["provider"], "fake");
         assert_eq!(list["turns"][i]["model"], "fake-1");
         assert_eq!(list["turns"][i]["api"], "openai-completions");
@@ -121,10 +138,18 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
         .filter(|b| block_role(b) != "request")
         .map(|b| (block_role(b), b["status"].as_str().unwrap().to_string()))
         .collect();
-    let pairs: Vec<(&str, &str)> = messages.iter().map(|(r, s)| (r.as_str(), s.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|(r, s)| (r.as_str(), s.as_str()))
+        .collect();
     assert_eq!(
         pairs,
-        [("system", "same"), ("user", "same"), ("assistant", "added"), ("user", "added")]
+        [
+            ("system", "same"),
+            ("user", "same"),
+            ("assistant", "added"),
+            ("user", "added")
+        ]
     );
     assert_eq!(diff["diff"]["summary"]["added"], 2);
     assert_eq!(diff["diff"]["summary"]["modified"], 0);
@@ -156,7 +181,10 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
         .collect();
     assert_eq!(modified.len(), 1, "{diff}");
     assert_eq!(block_role(modified[0]), "system");
-    assert_eq!(diff["prefixBlocks"], 1, "only the model field precedes the edit");
+    assert_eq!(
+        diff["prefixBlocks"], 1,
+        "only the model field precedes the edit"
+    );
     let lines = diff_lines(
         modified[0]["before"]["text"].as_str().unwrap(),
         modified[0]["after"]["text"].as_str().unwrap(),
@@ -179,17 +207,21 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
     let (status, saved) = ws.api("POST", "/api/payloads/turn-1/save", "");
     assert_eq!(status, 201, "{saved}");
     let file = std::fs::read_to_string(saved["path"].as_str().unwrap()).unwrap();
-    assert!(saved["path"]
-        .as_str()
-        .unwrap()
-        .starts_with(&ws.project().join(".pi/forge/payloads/pi-forge-turn-1-").display().to_string()));
+    assert!(saved["path"].as_str().unwrap().starts_with(
+        &ws.project()
+            .join(".pi/forge/payloads/pi-forge-turn-1-")
+            .display()
+            .to_string()
+    ));
     assert_eq!(
         to_canonical(&serde_json::from_str(&file).unwrap()),
         to_canonical(&redact(&bodies[0]))
     );
     let mut seen = vec![
         ws.api("GET", "/api/payloads", "").1.to_string(),
-        ws.api("GET", "/api/payloads/diff?from=turn-1&to=turn-3", "").1.to_string(),
+        ws.api("GET", "/api/payloads/diff?from=turn-1&to=turn-3", "")
+            .1
+            .to_string(),
         raw_capture(&ws, "turn-1"),
         raw_capture(&ws, "turn-3"),
         file,
@@ -199,7 +231,50 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
     for text in &seen {
         assert!(!text.contains(FAKE_API_KEY), "the API key leaked: {text}");
     }
-    assert!(raw_capture(&ws, "turn-1").contains("content-disposition: attachment; filename=\"pi-forge-turn-1-"));
+    assert!(raw_capture(&ws, "turn-1")
+        .contains("content-disposition: attachment; filename=\"pi-forge-turn-1-"));
+
+    // The same captures from the terminal.
+    let text = |args: &[&str]| {
+        let out = ws.forge(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listed = text(&["payload", "list"]);
+    let rows: Vec<&str> = listed.lines().collect();
+    assert_eq!(rows.len(), 4, "{listed}");
+    assert!(
+        rows[2].starts_with("turn-2 ")
+            && rows[2].contains("fake/fake-1")
+            && rows[2].ends_with("  75.0%"),
+        "{listed}"
+    );
+    assert!(rows[1].ends_with("  not reported"), "{listed}");
+    let shown: Value = serde_json::from_str(&text(&["payload", "show", "turn-1"])).unwrap();
+    assert_eq!(to_canonical(&shown), to_canonical(&redact(&bodies[0])));
+    let cli_diff = text(&["payload", "diff", "turn-1", "turn-2"]);
+    assert!(
+        cli_diff.starts_with("turn-1 → turn-2: 2 added · 0 removed · 0 modified · "),
+        "{cli_diff}"
+    );
+    assert!(
+        cli_diff.contains("Provider: 30 cached of 40 prompt tokens (cache hit 75.0%)"),
+        "{cli_diff}"
+    );
+    let edit_diff = text(&["payload", "diff"]);
+    assert!(
+        edit_diff.contains(
+            "    - Answer in one line. Be brief.\n    + Answer in one line. Be thorough.\n"
+        ),
+        "{edit_diff}"
+    );
+    let json_diff: Value = serde_json::from_str(&text(&["payload", "diff", "--json"])).unwrap();
+    assert_eq!(json_diff, ws.api("GET", "/api/payloads/diff", "").1);
 
     // Clearing forgets everything.
     let (status, cleared) = ws.api("DELETE", "/api/payloads", "");

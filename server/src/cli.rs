@@ -135,6 +135,21 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         #[command(subcommand)]
         action: PiAction,
     },
+    /// Inspect the provider requests the live Pi session sent (captured by the running editor).
+    #[command(
+        after_help = "Captures come from the project's running editor (`pi-forge ui`, or /forge ui \
+in Pi) while a Pi session is connected: every request Pi sends to the model, redacted, the last 20 \
+per session. Capture cannot see changes made by extensions loaded after pi-forge, compaction and \
+summary calls, or providers with their own transport.\n\nExamples:\n  pi-forge payload list\n  \
+pi-forge payload show turn-3 > turn-3.json\n  pi-forge payload show turn-3 --text\n  pi-forge \
+payload diff                 the newest request against the one before\n  pi-forge payload diff \
+turn-1 turn-4 --json\n  pi-forge payload arm --save       pin (and save) the next request\n\n\
+Exit status: 0 success, 2 no running editor, an unknown turn or a usage error."
+    )]
+    Payload {
+        #[command(subcommand)]
+        action: PayloadAction,
+    },
     /// Convert another tool's prompt preset into a prompt stack.
     Import {
         #[command(subcommand)]
@@ -172,6 +187,54 @@ pi -e \"$(pi-forge pi install --print-path)\"   load it for one run"
         /// Print only the path of the installed extension (usable with `pi -e`).
         #[arg(long)]
         print_path: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PayloadAction {
+    /// List the captured requests: time, model, size, estimated tokens, provider usage, cache hit.
+    List {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Print the API's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one captured request as pretty JSON (redacted, otherwise as sent).
+    Show {
+        /// The turn id (see `pi-forge payload list`), e.g. turn-3.
+        turn: String,
+        /// Print the system prompt and messages as text blocks instead of JSON.
+        #[arg(long)]
+        text: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// Compare two captures: added, removed and modified blocks, the reusable cache prefix and
+    /// token deltas. Without turns: the newest against the one before it.
+    Diff {
+        /// The earlier turn (default: the one before TO).
+        from: Option<String>,
+        /// The later turn (default: the newest).
+        to: Option<String>,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Print the API's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin the next captured request (it stays after it leaves the history of 20).
+    Arm {
+        /// Also save it to .pi/forge/payloads/ (trusted projects only).
+        #[arg(long)]
+        save: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// Forget every capture, the armed state and pending usage.
+    Clear {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
     },
 }
 

@@ -21,6 +21,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => list(kind, &workspace, json),
         Command::Fingerprint { file, json } => fingerprint_file(&file, json),
+        Command::Payload { action } => crate::payload_cli::run(action),
         Command::Preview {
             target,
             workspace,

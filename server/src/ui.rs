@@ -235,35 +235,60 @@ fn signal(pid: u32, name: &str) {
         .status();
 }
 
-/// `GET /api/meta` with the token: true when a pi-forge editor for `project` answers.
-fn meta_answers(port: u16, token: &str, project: &Path) -> bool {
+/// One request with the token to the editor on `port`: `(status, body)`. Plain HTTP/1.1 over
+/// loopback with short timeouts; answers up to 256 MB.
+pub fn request(
+    port: u16,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String)> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+        .with_context(|| format!("cannot connect to the editor on port {port}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let request = format!(
-        "GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{TOKEN_HEADER}: {token}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{TOKEN_HEADER}: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    stream.write_all(request.as_bytes())?;
     let mut response = Vec::new();
-    if stream.take(1 << 20).read_to_end(&mut response).is_err() {
-        return false;
-    }
+    stream.take(256 << 20).read_to_end(&mut response)?;
     let text = String::from_utf8_lossy(&response);
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        bail!("the editor on port {port} sent an incomplete answer");
+    };
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("the editor on port {port} sent no HTTP status"))?;
+    Ok((status, body.to_string()))
+}
+
+/// `GET /api/meta` with the token: true when a pi-forge editor for `project` answers.
+fn meta_answers(port: u16, token: &str, project: &Path) -> bool {
+    let Ok((200, body)) = request(port, token, "GET", "/api/meta", "") else {
         return false;
     };
-    if !head.starts_with("HTTP/1.1 200") {
-        return false;
-    }
-    let Ok(meta) = serde_json::from_str::<serde_json::Value>(body) else {
+    let Ok(meta) = serde_json::from_str::<serde_json::Value>(&body) else {
         return false;
     };
     meta["name"] == "pi-forge" && meta["project"].as_str() == Some(&*project.to_string_lossy())
+}
+
+/// The project's running editor, or an error that says how to start one.
+pub fn running(paths: &WorkspacePaths) -> Result<ServerRecord> {
+    let project = canonical(&paths.project)?;
+    let record = read_record(&state_file(&project)?).filter(|r| is_running(r, &project));
+    record.with_context(|| {
+        format!(
+            "no pi-forge editor is running for {}: start one with `pi-forge ui` (or /forge ui in Pi)",
+            project.display()
+        )
+    })
 }
 
 fn is_running(record: &ServerRecord, project: &Path) -> bool {

@@ -226,3 +226,31 @@ fn pi_install_writes_the_extension_package_and_upgrades_in_place() {
     entries.sort();
     assert_eq!(entries, ["index.ts", "install.json", "package.json"]);
 }
+
+#[test]
+fn payload_commands_need_a_running_editor_and_a_real_turn_id() {
+    let ws = Dirs::new();
+    ws.write(".pi/forge/prompt-stacks/reviewer.json", GOOD_STACK);
+    let out = ws.run(&["payload", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let project = std::fs::canonicalize(ws.project()).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "pi-forge: no pi-forge editor is running for {}: start one with `pi-forge ui` (or /forge ui in Pi)\n",
+            project.display()
+        )
+    );
+    let out = ws.run(&["payload", "show", "../../etc/passwd"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "pi-forge: `../../etc/passwd` is not a turn id (turn ids look like turn-3; see `pi-forge payload list`)\n"
+    );
+    let out = ws.run(&["payload", "--help"]);
+    assert!(
+        stdout(&out).contains("pi-forge payload diff turn-1 turn-4 --json"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -66,8 +66,11 @@ async fn events(State(state): State<AppState>) -> Response {
     };
     let live_event = |view: Value| Event::default().event("live").data(json::to_compact(&view));
     let live = WatchStream::new(state.live.watch()).map(live_event);
-    let payload_event =
-        |summary: Value| Event::default().event("payloads").data(json::to_compact(&summary));
+    let payload_event = |summary: Value| {
+        Event::default()
+            .event("payloads")
+            .data(json::to_compact(&summary))
+    };
     let payloads = WatchStream::new(state.payloads.watch()).map(payload_event);
     let stream = stream::once(async { ready })
         .chain(stream::select(updates, stream::select(live, payloads)))

@@ -108,9 +108,7 @@ struct DiffQuery {
 /// `GET /api/payloads/diff?from=&to=` → the run diff; without `to` the newest capture, without
 /// `from` the capture before `to`.
 async fn diff(State(state): State<AppState>, Query(q): Query<DiffQuery>) -> ApiResult<Response> {
-    let diff = state
-        .payloads
-        .diff(q.from.as_deref(), q.to.as_deref())?;
+    let diff = state.payloads.diff(q.from.as_deref(), q.to.as_deref())?;
     Ok(ok_json(&serde_json::to_value(diff).map_err(|e| {
         ApiError::internal(format!("Could not serialize the run diff: {e}"))
     })?))
@@ -136,7 +134,10 @@ async fn show(
         .await
         .map_err(|e| ApiError::internal(format!("Could not serialize the payload: {e}")))?;
     let mut response = (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body,
     )
         .into_response();
@@ -277,7 +278,14 @@ async fn host_payload(
     let raw = message.payload;
     // Redaction and block extraction walk the whole request: off the async workers.
     let captured = tokio::task::spawn_blocking(move || {
-        payloads.capture(&session_id, &captured_at, stack.as_deref(), info, raw, dropped)
+        payloads.capture(
+            &session_id,
+            &captured_at,
+            stack.as_deref(),
+            info,
+            raw,
+            dropped,
+        )
     })
     .await
     .map_err(|e| ApiError::internal(format!("Capturing the payload failed: {e}")))?;
