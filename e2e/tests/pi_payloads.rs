@@ -283,6 +283,21 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
     assert_eq!(ws.api("GET", "/api/payloads/turn-1", "").0, 404);
 }
 
+/// The JSON pointer of the first string in `value` that contains `needle`.
+fn pointer_of(value: &Value, needle: &str, at: &str) -> Option<String> {
+    match value {
+        Value::String(s) if s.contains(needle) => Some(at.to_string()),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| pointer_of(v, needle, &format!("{at}/{k}"))),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| pointer_of(v, needle, &format!("{at}/{i}"))),
+        _ => None,
+    }
+}
+
 /// The uid the extension names its log after (`process.getuid()`).
 fn unsafe_uid() -> String {
     let out = std::process::Command::new("id").arg("-u").output().unwrap();
@@ -320,4 +335,112 @@ fn capturing_never_changes_the_request() {
     };
     assert_eq!(strip(&bodies[0]), strip(&bodies[1]));
     assert!(bodies[1].to_string().contains("the same question"));
+}
+
+/// The Payloads surface against a live Pi: arm from the browser, the capture appears without a
+/// reload, search opens the tree at a match deep in a message, download is the stored JSON, and
+/// the run diff shows the appended messages. Also the user guide's screenshots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_arms_inspects_searches_downloads_and_diffs() {
+    let ws = Workspace::new(&[(
+        ".pi/forge/prompt-stacks/probe.json",
+        &probe_stack("Be brief."),
+    )]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    assert_eq!(
+        pi.command("/forge preset probe"),
+        "pi-forge: Preset project:probe active"
+    );
+    let (authority, token) = ws.editor().expect("the extension started the editor");
+
+    let browser = support::Browser::start().await;
+    browser
+        .client
+        .goto(&format!("http://{authority}/?token={token}"))
+        .await
+        .expect("page loads");
+    browser.wait_css("#live-indicator[data-live='true']").await;
+    browser.click_text(".surface-tab", "Payloads").await;
+    browser
+        .wait_eq(
+            ".capture-rows .empty",
+            "No captured provider turns yet. Send a prompt; recent turns appear here automatically.",
+        )
+        .await;
+    browser
+        .wait_text(".blind-spots", "extensions loaded after pi-forge")
+        .await;
+    browser.click("button.arm").await;
+    browser.wait_css(".armed-note").await;
+    assert_eq!(ws.api("GET", "/api/payloads", "").1["armed"]["by"], "web");
+
+    let long_prompt = format!(
+        "{} The marker needle-deep-7731 sits in the middle. {}",
+        "Context line. ".repeat(40),
+        "More context. ".repeat(40)
+    );
+    pi.prompt(&long_prompt);
+    // No reload: the server's event brings the capture, pinned and selected.
+    browser
+        .wait_css(".capture-row[data-turn='turn-1'].selected")
+        .await;
+    browser.wait_status("Captured turn-1.").await;
+    browser.wait_count(".capture-row .badge.active", 1).await;
+    browser.wait_css(".json-tree .jn-row[data-path='']").await;
+
+    browser.fill(".payload-search", "needle-deep-7731").await;
+    browser.wait_eq(".match-count", "1 of 1").await;
+    let at = pointer_of(&ws.model.bodies()[0], "needle-deep-7731", "")
+        .expect("the model got the needle");
+    assert!(at.starts_with("/messages/1/content"), "{at}");
+    browser
+        .wait_css(&format!(".jn-row.current-match[data-path='{at}']"))
+        .await;
+    assert!(browser.in_viewport(".jn-row.current-match").await);
+    browser.screenshot("payload-inspector").await;
+
+    // Download is the stored JSON: the recorded body after redaction.
+    let href = browser
+        .js(
+            "return document.querySelector('a.download').getAttribute('href')",
+            vec![],
+        )
+        .await;
+    assert_eq!(href, "/api/payloads/turn-1?download=1");
+    let downloaded = browser
+        .js(
+            "return fetch('/api/payloads/turn-1?download=1').then(r => r.text())",
+            vec![],
+        )
+        .await;
+    let downloaded: Value = serde_json::from_str(downloaded.as_str().unwrap()).unwrap();
+    let bodies = ws.model.bodies();
+    assert_eq!(to_canonical(&downloaded), to_canonical(&redact(&bodies[0])));
+
+    // A second prompt, then the run diff.
+    pi.prompt("and a follow-up");
+    browser.wait_css(".capture-row[data-turn='turn-2']").await;
+    browser.click(".tab-diff").await;
+    browser
+        .wait_text(".run-meta .diff-summary", "turn-1 → turn-2")
+        .await;
+    browser.wait_count(".run-diff .diff-block.added", 2).await;
+    browser
+        .wait_count(".run-diff .diff-block.modified", 0)
+        .await;
+    browser.wait_css(".run-diff .prefix-boundary").await;
+    browser
+        .wait_text(
+            ".provider-line",
+            "Provider: 30 of 40 prompt tokens read from cache (cache hit 75.0%)",
+        )
+        .await;
+    browser.screenshot("payload-run-diff").await;
+    // Phone width: no horizontal overflow.
+    browser.viewport(390, 844).await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    browser.viewport(1280, 900).await;
+    assert_eq!(browser.page_errors().await, Vec::<String>::new());
+    browser.close().await;
 }

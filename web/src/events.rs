@@ -5,6 +5,8 @@
 //! the browser reconnects) and `resync` refetch everything, so nothing missed stays stale.
 //! `live` carries the live Pi session's view (`GET /api/live`) after `ready` and on every
 //! change; each `ready` also asks `GET /api/live` once, in case the stream's `live` is missing.
+//! `payloads` (a capture, late usage, an arm or a clear) bumps `payload_events`; the views that
+//! show captures refetch the list when they are on screen.
 
 use leptos::prelude::*;
 use serde_json::Value;
@@ -72,6 +74,11 @@ pub fn connect(app: App) {
             on_live_event(app, view);
         }
     });
+    let on_payloads = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+        app.payload_events.update(|n| *n += 1);
+    });
+    let _ =
+        source.add_event_listener_with_callback("payloads", on_payloads.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("live", on_live.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
@@ -81,5 +88,6 @@ pub fn connect(app: App) {
     on_resync.forget();
     on_changed.forget();
     on_live.forget();
+    on_payloads.forget();
     std::mem::forget(source);
 }

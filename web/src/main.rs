@@ -13,6 +13,7 @@ mod events;
 mod items;
 mod jp;
 mod jsregex;
+mod payloads;
 mod policy;
 mod preview;
 mod profiles;

@@ -19,6 +19,8 @@ use crate::state::app;
 pub enum DockTab {
     Compiled,
     Diff,
+    /// The newest captured request against the one before it (see `payloads.rs`).
+    Run,
 }
 
 #[derive(Clone, Copy)]
@@ -189,6 +191,9 @@ pub fn PreviewDock() -> impl IntoView {
                         <button role="tab" class="seg-button dock-diff" aria-selected=move || (dock.tab.get() == DockTab::Diff).to_string()
                             class:current=move || dock.tab.get() == DockTab::Diff
                             on:click=move |_| dock.tab.set(DockTab::Diff)>"Draft diff"</button>
+                        <button role="tab" class="seg-button dock-run" aria-selected=move || (dock.tab.get() == DockTab::Run).to_string()
+                            class:current=move || dock.tab.get() == DockTab::Run
+                            on:click=move |_| dock.tab.set(DockTab::Run)>"Run diff"</button>
                     </div>
                     <span class="loading" aria-live="polite">{move || dock.loading.get().then_some("Loading preview…")}</span>
                     <span class="spacer"></span>
@@ -204,6 +209,12 @@ pub fn PreviewDock() -> impl IntoView {
                             None => view! { <p class="muted">"Compiling…"</p> }.into_any(),
                         },
                         DockTab::Diff => view! { <DraftDiff/> }.into_any(),
+                        DockTab::Run => view! {
+                            <div class="row">
+                                <button class="link open-payloads" on:click=move |_| crate::payloads::open_run_diff(app)>"Open in Payloads"</button>
+                            </div>
+                            <crate::payloads::RunDiffPanel state=crate::payloads::payloads().dock_diff/>
+                        }.into_any(),
                     }}
                 </div>
             </aside>

@@ -32,6 +32,7 @@ pub fn Shell() -> impl IntoView {
     provide_context(app);
     let dock = Dock::new();
     provide_context(dock);
+    crate::payloads::provide(app, dock);
 
     let dark = storage()
         .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
@@ -59,6 +60,7 @@ pub fn Shell() -> impl IntoView {
                         save.run(())
                     }
                 }
+                Surface::Payloads => {}
             }
         }
         if e.key() == "Escape" && app.dialog.with_untracked(Option::is_some) {
@@ -105,6 +107,9 @@ pub fn Shell() -> impl IntoView {
                     <button class="surface-tab" class:current=move || app.surface.get() == Surface::Profiles
                         aria-pressed=move || (app.surface.get() == Surface::Profiles).to_string()
                         on:click=move |_| go(Surface::Profiles)>"Profiles"</button>
+                    <button class="surface-tab" class:current=move || app.surface.get() == Surface::Payloads
+                        aria-pressed=move || (app.surface.get() == Surface::Payloads).to_string()
+                        on:click=move |_| go(Surface::Payloads)>"Payloads"</button>
                 </nav>
                 <output class="status" role="status" aria-live="polite"
                     class:ok=move || app.status.with(|s| s.1 == Tone::Ok)
@@ -124,6 +129,7 @@ pub fn Shell() -> impl IntoView {
             {move || match app.surface.get() {
                 Surface::Presets => view! { <PresetsSurface/> }.into_any(),
                 Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
+                Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
             }}
             <Dialogs/>
         </div>

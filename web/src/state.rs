@@ -18,6 +18,7 @@ use crate::api::{self, arr, b, n, opt_s, s, seg, ApiError, Method};
 pub enum Surface {
     Presets,
     Profiles,
+    Payloads,
 }
 
 /// The scope switch uses forge-core's scope (project / global).
@@ -284,6 +285,8 @@ pub struct App {
     pub resources: RwSignal<Value>,
     /// Increments on every change event about profiles; the profiles surface refetches.
     pub profile_events: RwSignal<u64>,
+    /// Bumped by every `payloads` server event (a capture, late usage, an arm or a clear).
+    pub payload_events: RwSignal<u64>,
     /// The last profile change event: `(key, revision, origin)`.
     pub profile_change: RwSignal<Option<(String, Option<String>, String)>>,
     /// The profiles surface has unsaved edits (for the surface-switch guard and Ctrl+S).
@@ -314,6 +317,7 @@ impl App {
             editor: StackEditor::new(),
             resources: RwSignal::new(Value::Null),
             profile_events: RwSignal::new(0),
+            payload_events: RwSignal::new(0),
             profile_change: RwSignal::new(None),
             profile_dirty: RwSignal::new(false),
             profile_save: RwSignal::new(None),
@@ -338,6 +342,7 @@ impl App {
                     || self.editor.json_scratch.with_untracked(Option::is_some)
             }
             Surface::Profiles => self.profile_dirty.get_untracked(),
+            Surface::Payloads => false,
         };
         if !dirty {
             then();
