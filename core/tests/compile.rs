@@ -1064,7 +1064,8 @@ fn v50_custom_message_shape() {
     let epoch = clock().epoch_ms;
     assert_eq!(
         compiled.messages[0].message,
-        json!({"role": "custom", "customType": "pi-forge", "content": "note", "display": true,
+        json!({"role": "custom", "customType": "pi-forge",
+               "content": [{"type": "text", "text": "note"}], "display": true,
                "details": {"stackId": "s"}, "timestamp": epoch})
     );
 }

@@ -4,7 +4,7 @@
 use crate::cli::{ImportScope, WorkspaceArgs};
 use crate::paths::WorkspacePaths;
 use anyhow::{bail, Context, Result};
-use forge_core::id::{fallback_id, is_valid_id, Scope};
+use forge_core::id::{is_valid_id, Scope};
 use forge_core::import::sillytavern::{self, ImportOptions};
 use forge_core::json;
 use forge_core::runtime::Clock;
@@ -43,7 +43,7 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
             }
             id
         }
-        None => sillytavern::slugify(fallback_id(&file_name), "sillytavern-import"),
+        None => sillytavern::default_stack_id(&file_name),
     };
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

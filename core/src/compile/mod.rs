@@ -15,8 +15,8 @@
 //!    truthiness of `defaults.syntheticMessagesVisible` (absent or `null` → `false`), so the field
 //!    is always a boolean and `"false"` shows the message (spec §8.1).
 //!    `context.allowDuplicateChatHistory` is read the same way.
-//! 3. **Synthetic shapes.** `user` and `assistant` messages carry one `text` part; `custom`
-//!    messages carry the text as a string `content`. `details.stackId` is
+//! 3. **Synthetic shapes.** `user`, `assistant` and `custom` messages all carry the text as one
+//!    `text` part (`content: [{type: "text", text}]`), as the original writes them. `details.stackId` is
 //!    `CompileInput::stack_key` when given, else the stack id. Assistant `api` comes from
 //!    `model.api`, `provider`/`model` from the model, each `"unknown"` when absent.
 //! 4. **Guidelines.** "The runtime guidelines" are the selected tools' own guidelines (in tool
