@@ -11,6 +11,7 @@ mod paths;
 mod pi_install;
 mod preview;
 mod state;
+mod template;
 mod ui;
 mod watch;
 
