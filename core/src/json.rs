@@ -30,16 +30,22 @@ pub enum EmitError {
 
 /// Decodes UTF-8 (a leading byte-order mark is ignored) and parses JSON.
 pub fn parse_bytes(bytes: &[u8]) -> Result<Value, ParseError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| ParseError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
-    parse_str(text)
+    parse_str(decode(bytes)?)
 }
 
 /// Parses JSON text (a leading byte-order mark is ignored).
 pub fn parse_str(text: &str) -> Result<Value, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    serde_json::from_str(text).map_err(|e| ParseError::Syntax(e.to_string()))
+    serde_json::from_str(without_bom(text)).map_err(|e| ParseError::Syntax(e.to_string()))
+}
+
+fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
+    std::str::from_utf8(bytes).map_err(|e| ParseError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })
+}
+
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// A number in the text that a double cannot hold (`1e400`): `JSON.parse` reads it as
@@ -75,15 +81,12 @@ impl Lenient {
 /// [`parse_bytes`], except that numbers too large for a double do not fail the document (see
 /// [`Lenient`]). Every other error is the one [`parse_bytes`] reports.
 pub fn parse_bytes_lenient(bytes: &[u8]) -> Result<Lenient, ParseError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| ParseError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
-    parse_str_lenient(text)
+    parse_str_lenient(decode(bytes)?)
 }
 
 /// [`parse_str`] with the leniency of [`parse_bytes_lenient`].
 pub fn parse_str_lenient(text: &str) -> Result<Lenient, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = without_bom(text);
     match serde_json::from_str(text) {
         Ok(value) => Ok(Lenient {
             value,
