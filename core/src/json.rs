@@ -288,7 +288,11 @@ mod lenient {
                 ("false", Value::Bool(false)),
                 ("null", Value::Null),
             ] {
-                if self.text[self.at..].starts_with(word) {
+                if self
+                    .text
+                    .get(self.at..)
+                    .is_some_and(|rest| rest.starts_with(word))
+                {
                     self.at += word.len();
                     return Some(value);
                 }
@@ -552,6 +556,23 @@ mod tests {
             json!([{"k": "é\"", "v": [true, false, null, null]}])
         );
         assert_eq!(nested.non_finite[0].pointer, "/0/v/3");
+    }
+
+    proptest::proptest! {
+        /// Any text: the lenient reader never panics, agrees with the strict one whenever that
+        /// one succeeds, and fails whenever it fails for another reason than a number's range.
+        #[test]
+        fn lenient_reader_agrees_with_serde_json(text in "[\\[\\]{}:,\" a-z0-9.eE+\\-\\\\]{0,40}") {
+            let strict = parse_str(&text);
+            let lenient = parse_str_lenient(&text);
+            match strict {
+                Ok(value) => proptest::prop_assert_eq!(lenient.map(|l| l.value), Ok(value)),
+                Err(ParseError::Syntax(m)) if !m.starts_with("number out of range") => {
+                    proptest::prop_assert!(lenient.is_err())
+                }
+                Err(_) => {}
+            }
+        }
     }
 
     #[test]
