@@ -30,16 +30,276 @@ pub enum EmitError {
 
 /// Decodes UTF-8 (a leading byte-order mark is ignored) and parses JSON.
 pub fn parse_bytes(bytes: &[u8]) -> Result<Value, ParseError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| ParseError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
-    parse_str(text)
+    parse_str(decode(bytes)?)
 }
 
 /// Parses JSON text (a leading byte-order mark is ignored).
 pub fn parse_str(text: &str) -> Result<Value, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    serde_json::from_str(text).map_err(|e| ParseError::Syntax(e.to_string()))
+    serde_json::from_str(without_bom(text)).map_err(|e| ParseError::Syntax(e.to_string()))
+}
+
+fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
+    std::str::from_utf8(bytes).map_err(|e| ParseError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })
+}
+
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// A number in the text that a double cannot hold (`1e400`): `JSON.parse` reads it as
+/// `±Infinity`, serde_json refuses the whole document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonFinite {
+    /// Where it is, as a JSON pointer (`/parameters/limit`, `/items/0/id`).
+    pub pointer: String,
+    /// The number as written.
+    pub text: String,
+}
+
+/// A document read by [`parse_bytes_lenient`]: the value, with `null` wherever the text has a
+/// number out of the double range (what `JSON.stringify` writes for `Infinity`), and the list of
+/// those places, so a validator can report them field by field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lenient {
+    pub value: Value,
+    pub non_finite: Vec<NonFinite>,
+}
+
+impl Lenient {
+    /// True when a non-finite number sits at `pointer` or below it.
+    pub fn non_finite_under(&self, pointer: &str) -> bool {
+        self.non_finite.iter().any(|n| {
+            n.pointer
+                .strip_prefix(pointer)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+}
+
+/// [`parse_bytes`], except that numbers too large for a double do not fail the document (see
+/// [`Lenient`]). Every other error is the one [`parse_bytes`] reports.
+pub fn parse_bytes_lenient(bytes: &[u8]) -> Result<Lenient, ParseError> {
+    parse_str_lenient(decode(bytes)?)
+}
+
+/// [`parse_str`] with the leniency of [`parse_bytes_lenient`].
+pub fn parse_str_lenient(text: &str) -> Result<Lenient, ParseError> {
+    let text = without_bom(text);
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(Lenient {
+            value,
+            non_finite: Vec::new(),
+        }),
+        Err(error) => {
+            let strict = ParseError::Syntax(error.to_string());
+            if !error.to_string().starts_with("number out of range") {
+                return Err(strict);
+            }
+            lenient::read(text).ok_or(strict)
+        }
+    }
+}
+
+/// A small JSON reader used only when serde_json refused a number: strings and in-range numbers
+/// are still decoded by serde_json, so both readers agree on everything else.
+mod lenient {
+    use super::{Lenient, NonFinite};
+    use serde_json::{Map, Value};
+
+    /// serde_json's default nesting limit.
+    const MAX_DEPTH: usize = 128;
+
+    struct Reader<'a> {
+        text: &'a str,
+        at: usize,
+        path: Vec<String>,
+        non_finite: Vec<NonFinite>,
+    }
+
+    pub(super) fn read(text: &str) -> Option<Lenient> {
+        let mut reader = Reader {
+            text,
+            at: 0,
+            path: Vec::new(),
+            non_finite: Vec::new(),
+        };
+        let value = reader.value(0)?;
+        reader.skip_space();
+        (reader.at == text.len()).then_some(Lenient {
+            value,
+            non_finite: reader.non_finite,
+        })
+    }
+
+    impl Reader<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.text.as_bytes().get(self.at).copied()
+        }
+
+        fn skip_space(&mut self) {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                self.at += 1;
+            }
+        }
+
+        fn eat(&mut self, byte: u8) -> bool {
+            self.skip_space();
+            let found = self.peek() == Some(byte);
+            if found {
+                self.at += 1;
+            }
+            found
+        }
+
+        fn value(&mut self, depth: usize) -> Option<Value> {
+            if depth > MAX_DEPTH {
+                return None;
+            }
+            self.skip_space();
+            match self.peek()? {
+                b'{' => self.object(depth),
+                b'[' => self.array(depth),
+                b'"' => self.string().map(Value::String),
+                b'-' | b'0'..=b'9' => self.number(),
+                _ => self.literal(),
+            }
+        }
+
+        fn object(&mut self, depth: usize) -> Option<Value> {
+            self.at += 1;
+            let mut map = Map::new();
+            if self.eat(b'}') {
+                return Some(Value::Object(map));
+            }
+            loop {
+                self.skip_space();
+                let key = self.string()?;
+                if !self.eat(b':') {
+                    return None;
+                }
+                self.path.push(key.replace('~', "~0").replace('/', "~1"));
+                let value = self.value(depth + 1)?;
+                self.path.pop();
+                // As serde_json with `preserve_order`: a repeated key keeps its first position.
+                map.insert(key, value);
+                if self.eat(b'}') {
+                    return Some(Value::Object(map));
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+            }
+        }
+
+        fn array(&mut self, depth: usize) -> Option<Value> {
+            self.at += 1;
+            let mut items = Vec::new();
+            if self.eat(b']') {
+                return Some(Value::Array(items));
+            }
+            loop {
+                self.path.push(items.len().to_string());
+                let value = self.value(depth + 1)?;
+                self.path.pop();
+                items.push(value);
+                if self.eat(b']') {
+                    return Some(Value::Array(items));
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+            }
+        }
+
+        /// A string token, decoded by serde_json.
+        fn string(&mut self) -> Option<String> {
+            let bytes = self.text.as_bytes();
+            if bytes.get(self.at) != Some(&b'"') {
+                return None;
+            }
+            let start = self.at;
+            let mut i = start + 1;
+            loop {
+                match bytes.get(i)? {
+                    b'\\' => i += 2,
+                    b'"' => break,
+                    _ => i += 1,
+                }
+            }
+            self.at = i + 1;
+            serde_json::from_str(self.text.get(start..=i)?).ok()
+        }
+
+        /// A number token (JSON grammar), decoded by serde_json; one out of the double range
+        /// becomes `null` and is recorded.
+        fn number(&mut self) -> Option<Value> {
+            let bytes = self.text.as_bytes();
+            let start = self.at;
+            let mut i = start;
+            let digits = |i: &mut usize| {
+                let from = *i;
+                while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
+                    *i += 1;
+                }
+                *i > from
+            };
+            if bytes.get(i) == Some(&b'-') {
+                i += 1;
+            }
+            if !digits(&mut i) {
+                return None;
+            }
+            if bytes.get(i) == Some(&b'.') {
+                i += 1;
+                if !digits(&mut i) {
+                    return None;
+                }
+            }
+            if matches!(bytes.get(i), Some(b'e' | b'E')) {
+                i += 1;
+                if matches!(bytes.get(i), Some(b'+' | b'-')) {
+                    i += 1;
+                }
+                if !digits(&mut i) {
+                    return None;
+                }
+            }
+            self.at = i;
+            let token = self.text.get(start..i)?;
+            if let Ok(value) = serde_json::from_str::<Value>(token) {
+                return Some(value);
+            }
+            let parsed: f64 = token.parse().ok()?;
+            if parsed.is_finite() {
+                return None;
+            }
+            self.non_finite.push(NonFinite {
+                pointer: self.path.iter().map(|s| format!("/{s}")).collect(),
+                text: token.to_string(),
+            });
+            Some(Value::Null)
+        }
+
+        fn literal(&mut self) -> Option<Value> {
+            for (word, value) in [
+                ("true", Value::Bool(true)),
+                ("false", Value::Bool(false)),
+                ("null", Value::Null),
+            ] {
+                if self
+                    .text
+                    .get(self.at..)
+                    .is_some_and(|rest| rest.starts_with(word))
+                {
+                    self.at += word.len();
+                    return Some(value);
+                }
+            }
+            None
+        }
+    }
 }
 
 /// Length in UTF-16 code units, the unit JavaScript's `String.length` counts.
@@ -258,6 +518,81 @@ mod tests {
         assert_eq!(to_compact(&v), "{\"a\":3,\"b\":2}");
         assert_eq!(parse_str("\u{feff}{}").unwrap(), json!({}));
         assert!(matches!(parse_str("{not json"), Err(ParseError::Syntax(_))));
+    }
+
+    #[test]
+    fn lenient_reader_keeps_out_of_range_numbers_as_null_with_their_place() {
+        let text =
+            r#"{"a": [1, 1e400, {"b~/c": -2E+999}], "n": 18446744073709551616, "x": 0.5, "a": 7}"#;
+        assert!(parse_str(text).is_err());
+        let read = parse_str_lenient(text).unwrap();
+        // A repeated key keeps its first position and the last value, as with serde_json.
+        assert_eq!(
+            to_compact(&read.value),
+            r#"{"a":7,"n":18446744073709552000,"x":0.5}"#
+        );
+        assert_eq!(
+            read.non_finite,
+            vec![
+                NonFinite {
+                    pointer: "/a/1".into(),
+                    text: "1e400".into()
+                },
+                NonFinite {
+                    pointer: "/a/2/b~0~1c".into(),
+                    text: "-2E+999".into()
+                },
+            ]
+        );
+        assert!(read.non_finite_under("/a"));
+        assert!(read.non_finite_under("/a/2"));
+        assert!(!read.non_finite_under("/a/0"));
+        assert!(!read.non_finite_under("/n"));
+
+        let nested =
+            parse_str_lenient(r#"[{"k": "\u00e9\"", "v": [true, false, null, 1e999]}]"#).unwrap();
+        assert_eq!(
+            nested.value,
+            json!([{"k": "é\"", "v": [true, false, null, null]}])
+        );
+        assert_eq!(nested.non_finite[0].pointer, "/0/v/3");
+    }
+
+    proptest::proptest! {
+        /// Any text: the lenient reader never panics, agrees with the strict one whenever that
+        /// one succeeds, and fails whenever it fails for another reason than a number's range.
+        #[test]
+        fn lenient_reader_agrees_with_serde_json(text in "[\\[\\]{}:,\" a-z0-9.eE+\\-\\\\]{0,40}") {
+            let strict = parse_str(&text);
+            let lenient = parse_str_lenient(&text);
+            match strict {
+                Ok(value) => proptest::prop_assert_eq!(lenient.map(|l| l.value), Ok(value)),
+                Err(ParseError::Syntax(m)) if !m.starts_with("number out of range") => {
+                    proptest::prop_assert!(lenient.is_err())
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn lenient_reader_reports_other_errors_like_the_strict_one() {
+        let strict = parse_str("[1e400, tru]").unwrap_err();
+        assert_eq!(parse_str_lenient("[1e400, tru]").unwrap_err(), strict);
+        assert_eq!(
+            parse_str_lenient("[1e400] x").unwrap_err(),
+            parse_str("[1e400] x").unwrap_err()
+        );
+        assert!(matches!(
+            parse_str_lenient("{not json"),
+            Err(ParseError::Syntax(_))
+        ));
+        let deep = format!("{}1e400{}", "[".repeat(200), "]".repeat(200));
+        assert!(parse_str_lenient(&deep).is_err());
+        assert_eq!(
+            parse_bytes_lenient(b"\xef\xbb\xbf{\"a\":1}").unwrap().value,
+            json!({"a": 1})
+        );
     }
 
     #[test]

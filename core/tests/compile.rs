@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use forge_core::compile::{
-    compile, preview, preview_text, CompileInput, Compiled, Compiler, MessageSource, SlotContext,
-    SlotRegistry, SlotRenderer, SKILLS_PREAMBLE,
+    compile, compile_with_env, preview, preview_text, CompileInput, Compiled, Compiler,
+    MessageSource, SlotContext, SlotRegistry, SlotRenderer, SKILLS_PREAMBLE,
 };
 use forge_core::diag::Diagnostic;
 use forge_core::message::content_to_text;
@@ -1064,7 +1064,8 @@ fn v50_custom_message_shape() {
     let epoch = clock().epoch_ms;
     assert_eq!(
         compiled.messages[0].message,
-        json!({"role": "custom", "customType": "pi-forge", "content": "note", "display": true,
+        json!({"role": "custom", "customType": "pi-forge",
+               "content": [{"type": "text", "text": "note"}], "display": true,
                "details": {"stackId": "s"}, "timestamp": epoch})
     );
 }
@@ -2367,4 +2368,48 @@ fn drop_strip_and_trim_count_as_if_applied_one_after_another() {
             "I [h] Trimmed chat history from 3 to 2 message(s) by maxMessages."
         ]
     );
+}
+
+// ------------------------------------------------------------------------------------------------
+// The turn's prompt apart from the conversation (issue 15: `pi-forge preview --prompt`)
+
+fn with_prompt(rt: &RuntimeSnapshot, prompt: &str) -> (Compiled, Value) {
+    let s = stack(json!([
+        sys("sys", "Asked: {{ runtime.lastUserMessage }}"),
+        block("echo", "user", "Echo: {{ runtime.lastUserMessage }}"),
+        history("h", json!({}))
+    ]));
+    let macros = MacroRegistry::new();
+    let mut input = CompileInput::new(Some(&s), rt, &macros);
+    input.prompt = Some(prompt.to_string());
+    compile_with_env(&input)
+}
+
+#[test]
+fn the_prompt_feeds_the_system_phase_and_backs_up_the_message_phase() {
+    // No user text in the conversation: both phases see the prompt.
+    let (compiled, env) = with_prompt(&runtime_r(), "from the prompt");
+    assert_eq!(compiled.system_prompt, "Asked: from the prompt");
+    assert_eq!(
+        content_to_text(&compiled.messages[0].message["content"]),
+        "Echo: from the prompt"
+    );
+    assert_eq!(env["runtime"]["lastUserMessage"], "from the prompt");
+
+    // With user text: the system phase sees the prompt, the message phase the conversation.
+    let mut rt = runtime_r();
+    rt.messages = vec![u("earlier question"), u("   ")];
+    let (compiled, env) = with_prompt(&rt, "the new prompt");
+    assert_eq!(compiled.system_prompt, "Asked: the new prompt");
+    assert_eq!(
+        content_to_text(&compiled.messages[0].message["content"]),
+        "Echo: earlier question"
+    );
+    assert_eq!(env["runtime"]["lastUserMessage"], "the new prompt");
+    assert_eq!(env["runtime"]["selectedTools"], json!(["read"]));
+    assert_eq!(env["parameters"], json!({}));
+
+    // Without a prompt, both phases read the conversation, as before.
+    let s = stack(json!([sys("sys", "Asked: {{ runtime.lastUserMessage }}")]));
+    assert_eq!(run(&s, &rt).system_prompt, "Asked: earlier question");
 }

@@ -4,7 +4,8 @@
 use forge_core::compile::{compile, CompileInput, MessageSource};
 use forge_core::diag::Level;
 use forge_core::import::sillytavern::{
-    convert, is_preset, slugify, ImportError, ImportOptions, Imported,
+    convert, default_stack_id, file_stem, is_preset, lower_slug, slugify, ImportError,
+    ImportOptions, Imported,
 };
 use forge_core::message::content_to_text;
 use forge_core::runtime::{Clock, RuntimeSnapshot};
@@ -120,7 +121,11 @@ fn several_character_ids_need_a_choice() {
     );
     let err = convert(&preset(), &options(Some("7"))).unwrap_err();
     assert!(matches!(err, ImportError::UnknownCharacter { .. }));
-    assert!(err.to_string().contains("[100000, 100001]"));
+    // A documented decision: the original only said "Multiple character configs found" here.
+    assert_eq!(
+        err.to_string(),
+        "No character config with character_id 7. Available: [100000, 100001]."
+    );
 
     let small = import(Some("100000"));
     let items = small.stack["items"].as_array().unwrap();
@@ -299,7 +304,7 @@ fn regex_scripts_become_history_rules() {
     let imported = import(Some("100001"));
     let rules = imported.stack["regex"]["rules"].as_array().unwrap();
     assert_eq!(rules.len(), 2);
-    assert_eq!(rules[0]["id"], "st-Strip-OOC");
+    assert_eq!(rules[0]["id"], "st-strip-ooc");
     assert_eq!(rules[0]["stage"], "history");
     assert_eq!(rules[0]["pattern"], "\\(OOC:[^)]*\\)");
     assert_eq!(rules[0]["flags"], "g");
@@ -389,7 +394,7 @@ fn malformed_inputs_are_errors() {
         ..ImportOptions::default()
     };
     assert!(matches!(
-        convert(&json!({"prompts": []}), &bad_id).unwrap_err(),
+        convert(&json!({"prompts": [{"identifier": "a"}]}), &bad_id).unwrap_err(),
         ImportError::InvalidId(_)
     ));
     assert!(is_preset(&preset()));
@@ -469,4 +474,163 @@ fn import_then_compile_gives_sillytavern_order() {
             ..
         }
     ));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Parity with the 0.4-era importer (issue 15)
+
+#[test]
+fn default_ids_and_names_follow_the_original_slug() {
+    assert_eq!(default_stack_id("Space Opera.json"), "space-opera");
+    assert_eq!(
+        default_stack_id("story-teller (v3)!.json"),
+        "story-teller-v3"
+    );
+    assert_eq!(default_stack_id("/presets/My.Preset.JSON"), "my-preset");
+    assert_eq!(default_stack_id("__Über__.json"), "ber");
+    assert_eq!(default_stack_id("!!!.json"), "imported");
+    assert_eq!(lower_slug("st-Trim Junk", "st-regex"), "st-trim-junk");
+    assert_eq!(file_stem("dir/Space Opera.json"), "Space Opera");
+
+    // No preset_name / name: the file name as written, spaces kept, not the slug.
+    let value = json!({"prompts": [{"identifier": "a", "content": "x"}]});
+    let opts = ImportOptions {
+        id: default_stack_id("Space Opera.json"),
+        source_file: Some("Space Opera.json".into()),
+        ..ImportOptions::default()
+    };
+    let imported = convert(&value, &opts).unwrap();
+    assert_eq!(imported.stack["id"], "space-opera");
+    assert_eq!(imported.stack["name"], "Space Opera");
+    // preset_name comes before name.
+    let named = json!({"name": "Second", "preset_name": "First",
+                       "prompts": [{"identifier": "a", "content": "x"}]});
+    assert_eq!(convert(&named, &opts).unwrap().stack["name"], "First");
+}
+
+#[test]
+fn an_empty_prompts_array_is_an_error() {
+    let err = convert(&json!({"prompts": []}), &options(None)).unwrap_err();
+    assert_eq!(err, ImportError::NoPrompts);
+    assert_eq!(err.to_string(), "Preset has no prompts array.");
+}
+
+#[test]
+fn a_duplicated_identifier_keeps_the_last_definition_and_reports_the_first() {
+    let value = json!({
+        "prompts": [
+            {"identifier": "main", "name": "Old main", "role": "system", "content": "old"},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "main", "name": "New main", "role": "system", "content": "new"}
+        ],
+        "prompt_order": [{"character_id": 1, "order": [
+            {"identifier": "main", "enabled": true},
+            {"identifier": "chatHistory", "enabled": true}
+        ]}]
+    });
+    let imported = convert(&value, &options(None)).unwrap();
+    let items = imported.stack["items"].as_array().unwrap();
+    assert_eq!(items[0]["content"], "new");
+    assert_eq!(items[0]["name"], "New main");
+    assert_eq!(imported.report.dropped.len(), 1);
+    let dropped = &imported.report.dropped[0];
+    assert_eq!(dropped.identifier, "main");
+    assert_eq!(dropped.name.as_deref(), Some("Old main"));
+    assert_eq!(
+        dropped.reason,
+        "duplicate identifier: prompts[2] defines it again and replaces this definition"
+    );
+}
+
+fn rule_of(script: Value) -> (Option<Value>, Vec<String>) {
+    let value = json!({
+        "prompts": [{"identifier": "a", "content": "x"}],
+        "extensions": {"regex_scripts": [script]}
+    });
+    let imported = convert(&value, &options(None)).unwrap();
+    let rule = imported.stack["regex"]["rules"].get(0).cloned();
+    let dropped = imported
+        .report
+        .dropped
+        .iter()
+        .map(|e| format!("{}: {}", e.identifier, e.reason))
+        .collect();
+    (rule, dropped)
+}
+
+#[test]
+fn regex_script_fields_convert_like_the_original() {
+    let (rule, dropped) = rule_of(json!({
+        "script_name": "Trim Junk", "findRegex": " /(a)(b)\\/c/gi ",
+        "replaceString": "[{{ MATCH }}|$0|$01|$1|$$0]",
+        "trimStrings": "junk\r\n\nmore\n", "placement": [true, "2", 9],
+        "minDepth": "1", "maxDepth": "3", "promptOnly": true
+    }));
+    assert!(dropped.is_empty(), "{dropped:?}");
+    let rule = rule.unwrap();
+    assert_eq!(rule["id"], "st-trim-junk");
+    assert_eq!(rule["name"], "Trim Junk");
+    assert_eq!(rule["pattern"], "(a)(b)\\/c");
+    assert_eq!(rule["flags"], "gi");
+    assert_eq!(rule["replace"], "[$&|$&|$01|$1|$$&]");
+    assert_eq!(rule["trimStrings"], json!(["junk", "more"]));
+    // true is 1 (user input), "2" is AI output; 9 maps to nothing.
+    assert_eq!(rule["roles"], json!(["user", "assistant"]));
+    assert_eq!(rule["minDepth"], 1);
+    assert_eq!(rule["maxDepth"], 3);
+    assert_eq!(rule["source"]["sillytavern"]["placement"], json!([1, 2, 9]));
+
+    // A placement of only `true` is user input only.
+    let (rule, _) = rule_of(json!({
+        "scriptName": "Only user", "findRegex": "x", "placement": [true], "promptOnly": true,
+        "trimStrings": ["", "keep"], "minDepth": 0, "maxDepth": false
+    }));
+    let rule = rule.unwrap();
+    assert_eq!(rule["roles"], json!(["user"]));
+    assert_eq!(rule["trimStrings"], json!(["keep"]));
+    assert_eq!(rule["minDepth"], 0);
+    assert_eq!(rule["maxDepth"], 0);
+
+    // The name falls back to `name`, then to regex-<n>.
+    let (rule, _) = rule_of(json!({"name": "By name", "findRegex": "x", "promptOnly": true}));
+    assert_eq!(rule.unwrap()["id"], "st-by-name");
+    let (rule, _) = rule_of(json!({"scriptName": "  ", "findRegex": "x", "promptOnly": true}));
+    assert_eq!(rule.unwrap()["id"], "st-regex-1");
+}
+
+#[test]
+fn an_unclosed_regex_literal_is_dropped_with_a_reason() {
+    let (rule, dropped) =
+        rule_of(json!({"scriptName": "Half", "findRegex": "/abc", "promptOnly": true}));
+    assert_eq!(rule, None);
+    assert_eq!(
+        dropped,
+        ["regex:Half: find pattern starts a /…/ literal that is never closed"]
+    );
+    // An escaped slash does not close it either.
+    let (rule, dropped) =
+        rule_of(json!({"scriptName": "Esc", "findRegex": "/abc\\/", "promptOnly": true}));
+    assert_eq!(rule, None);
+    assert_eq!(
+        dropped,
+        ["regex:Esc: find pattern starts a /…/ literal that is never closed"]
+    );
+    let (_, dropped) =
+        rule_of(json!({"scriptName": "Flags", "findRegex": "/a/gg", "promptOnly": true}));
+    assert_eq!(
+        dropped,
+        ["regex:Flags: find pattern has flags outside gimsu or repeats one"]
+    );
+}
+
+#[test]
+fn three_or_more_newlines_collapse_to_two() {
+    let value = json!({"prompts": [
+        {"identifier": "a", "content": "\n\none\n\n\n\n\ntwo\n\n\nthree\n\nfour\n{{// gone}}\n\nfive\r\n\r\n\r\nsix\n\n\n"}
+    ]});
+    let imported = convert(&value, &options(None)).unwrap();
+    assert_eq!(
+        imported.stack["items"][0]["content"],
+        "one\n\ntwo\n\nthree\n\nfour\n\nfive\r\n\r\n\r\nsix"
+    );
 }

@@ -77,6 +77,57 @@ fn v11_broken_json_gives_the_fault_stack() {
 }
 
 #[test]
+fn numbers_beyond_a_double_are_reported_per_field_not_per_file() {
+    // The original's JSON.parse reads 1e400 as Infinity; the file still parses and only the
+    // fields holding one are reported.
+    let text = r#"{
+      "schemaVersion": 2, "id": "big",
+      "parameters": {"ok": 1, "huge": 1e400, "nested": {"deep": [-1e999]}, "fine": "x"},
+      "items": [
+        {"kind": "block", "id": 1e400, "role": "system", "content": "Hi {{ parameters.ok }}"},
+        {"kind": "slot", "id": "h", "slot": "chat-history", "options": {"maxMessages": 1e400}}
+      ]
+    }"#;
+    let parsed = parse_in(text, "big.json");
+    assert_eq!(
+        diags(&parsed),
+        vec![
+            e("Stack parameter huge must be a JSON-compatible value."),
+            e("Stack parameter nested must be a JSON-compatible value."),
+            at(e("Item 1 id must be a non-empty string."), "item-1"),
+            at(
+                e("chat-history option maxMessages must be a positive integer."),
+                "h"
+            ),
+        ]
+    );
+    assert_eq!(parsed.stack.id, "big");
+    assert_eq!(parsed.stack.items[0].id, "item-1");
+    assert_eq!(
+        Value::Object(parsed.stack.parameters.clone().unwrap()),
+        json!({"ok": 1, "fine": "x"})
+    );
+    // The raw value shows the numbers the way JSON.stringify writes Infinity.
+    assert_eq!(
+        parsed.raw.as_ref().unwrap()["parameters"]["huge"],
+        Value::Null
+    );
+
+    // Schema 1: the parameters block is ignored with its warning, whatever it holds.
+    let v1 = parse_in(
+        r#"{"id": "old", "parameters": {"n": 1e400}, "items": [{"kind": "slot", "id": "h", "slot": "chat-history"}]}"#,
+        "old.json",
+    );
+    assert_eq!(
+        diags(&v1),
+        vec![w(
+            "schemaVersion 1 stacks use variables; parameters is ignored."
+        )]
+    );
+    assert!(v1.usable());
+}
+
+#[test]
 fn v12_empty_object() {
     let parsed = parse_in("{}", "x.json");
     assert_eq!(parsed.stack.id(), "x");

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use forge_core::json::utf16_len;
 use forge_core::template::{
-    analyze, dependencies, parse, render, render_text, render_text_all, Macro, MacroContext,
-    MacroRegistry, RenderErrorKind, Scope, MACRO_OUTPUT_LIMIT, MAX_MACRO_DEPTH, MAX_NESTING,
-    OUTPUT_LIMIT,
+    analyze, analyze_text, dependencies, parse, render, render_checked, render_text,
+    render_text_all, Dependency, Macro, MacroContext, MacroRegistry, RenderErrorKind, Scope, Span,
+    TemplateError, MACRO_OUTPUT_LIMIT, MAX_MACRO_DEPTH, MAX_NESTING, OUTPUT_LIMIT,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -1319,4 +1319,147 @@ proptest! {
         let mut macros = MacroContext::new(&registry);
         prop_assert_eq!(render_text(&text, &fuzz_scope(), &mut macros), Ok(text.clone()));
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Analysis with UTF-16 spans (issue 15: `pi-forge template check|render`, reusable by the editor)
+
+fn span(start: usize, end: usize) -> Option<Span> {
+    Some(Span { start, end })
+}
+
+fn error(message: &str, at: Option<Span>) -> TemplateError {
+    TemplateError {
+        message: message.to_string(),
+        span: at,
+    }
+}
+
+#[test]
+fn analysis_spans_are_utf16_code_units() {
+    // "😀" is 2 UTF-16 units (4 bytes), "é" 1 unit (2 bytes).
+    let text = "😀é {{ parameters.name | upper }} {% if runtime.tool.read %}{{ name }}{% endif %} {{ parameters.name }}";
+    let analysis = analyze_text(text);
+    assert_eq!(analysis.errors, vec![]);
+    assert_eq!(
+        analysis.dependencies,
+        vec![
+            Dependency {
+                path: "parameters.name".into(),
+                spans: vec![
+                    Span { start: 4, end: 33 },
+                    Span {
+                        start: 82,
+                        end: 103
+                    }
+                ],
+            },
+            Dependency {
+                path: "runtime.tool.read".into(),
+                spans: vec![Span { start: 34, end: 60 }],
+            },
+            Dependency {
+                path: "name".into(),
+                spans: vec![Span { start: 60, end: 70 }],
+            },
+        ]
+    );
+    // The dependency list is the one `dependencies` gives.
+    let paths: Vec<String> = analysis
+        .dependencies
+        .iter()
+        .map(|d| d.path.clone())
+        .collect();
+    assert_eq!(paths, dependencies(&parse(text).unwrap()));
+}
+
+#[test]
+fn analysis_errors_point_at_the_tag() {
+    assert_eq!(
+        analyze_text("é{{ a | shout }} {{ b | trim | nope }}").errors,
+        vec![
+            error("Unknown forge-v1 filter: shout", span(1, 16)),
+            error("Unknown forge-v1 filter: nope", span(17, 38)),
+        ]
+    );
+    assert_eq!(
+        analyze_text("ab 😀{{ broken").errors,
+        vec![error(
+            "forge-v1 parse error: Unclosed output tag {{",
+            span(5, 14)
+        )]
+    );
+    assert_eq!(
+        analyze_text("x{% if a %}y{% if b %}z{% else %}").errors,
+        vec![error(
+            "forge-v1 parse error: Missing {% endif %}",
+            span(12, 22)
+        )]
+    );
+    assert_eq!(
+        analyze_text("{% if a %}{% endif %}{% if b %}").errors,
+        vec![error(
+            "forge-v1 parse error: Missing {% else %}",
+            span(21, 31)
+        )]
+    );
+    assert_eq!(
+        analyze_text("ok {% if a != null %}").errors,
+        vec![error(
+            "forge-v1 parse error: Invalid predicate path: a != null",
+            span(3, 21)
+        )]
+    );
+    assert_eq!(
+        analyze_text("{% endif %}").errors,
+        vec![error(
+            "forge-v1 parse error: Unexpected {% endif %}",
+            span(0, 11)
+        )]
+    );
+    // A parse error reports no dependencies.
+    assert_eq!(analyze_text("{{ a }}{{").dependencies, vec![]);
+}
+
+#[test]
+fn render_checked_gives_render_errors_a_span() {
+    let registry = MacroRegistry::new();
+    let scope = Scope::new(json!({"tool": {"read": true}}), json!({"who": "Ada"}));
+    let mut ctx = MacroContext::new(&registry);
+    assert_eq!(
+        render_checked("Hi {{ who | upper }}", &scope, &mut ctx),
+        Ok("Hi ADA".to_string())
+    );
+    let mut ctx = MacroContext::new(&registry);
+    assert_eq!(
+        render_checked(
+            "é {% if runtime.tool.read %}[{{ parameters.missing }}]{% endif %}",
+            &scope,
+            &mut ctx
+        ),
+        Err(vec![error(
+            "forge-v1 render error: Undefined forge-v1 path: {{parameters.missing}}",
+            span(29, 53)
+        )])
+    );
+    let mut ctx = MacroContext::new(&registry);
+    assert_eq!(
+        render_checked("{{ who | shout }}", &scope, &mut ctx),
+        Err(vec![error("Unknown forge-v1 filter: shout", span(0, 17))])
+    );
+    let bad = Scope::new(json!([]), json!({}));
+    let mut ctx = MacroContext::new(&registry);
+    assert_eq!(
+        render_checked("x", &bad, &mut ctx),
+        Err(vec![error(
+            "forge-v1 compile error: scope runtime must be an object.",
+            None
+        )])
+    );
+    // The same message as the compiler's block diagnostic.
+    let mut ctx = MacroContext::new(&registry);
+    assert_eq!(
+        render_text("{{ parameters.missing }}", &scope, &mut ctx).unwrap_err(),
+        "forge-v1 render error: Undefined forge-v1 path: {{parameters.missing}}"
+    );
 }

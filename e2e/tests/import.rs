@@ -208,7 +208,7 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
             "Char Description — marker: character card fields have no pi-forge equivalent"
         ])
     );
-    assert_eq!(browser.value("input[name=import-id]").await, "My-Preset");
+    assert_eq!(browser.value("input[name=import-id]").await, "my-preset");
     assert_eq!(
         browser.text(".review .field-note").await.as_deref(),
         Some("Available.")
@@ -220,13 +220,13 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
     );
 
     browser.click(".review button.do-import").await;
-    browser.wait_text(".status", "Imported My-Preset").await;
+    browser.wait_text(".status", "Imported my-preset").await;
     assert_eq!(
         browser.text(".status").await.as_deref(),
-        Some("Imported My-Preset")
+        Some("Imported my-preset")
     );
     assert_eq!(browser.count(".modal").await, 0);
-    let first_text = server.read(&format!("{STACKS}/My-Preset.json"));
+    let first_text = server.read(&format!("{STACKS}/my-preset.json"));
     let stack: Value = serde_json::from_str(&first_text).unwrap();
     let ids: Vec<&str> = stack["items"]
         .as_array()
@@ -240,19 +240,19 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
     assert_eq!(stack["import"]["characterId"], json!("100001"));
     assert_eq!(stack["import"]["sourceFile"], json!("My Preset.json"));
     browser
-        .wait_text(".editor code.selector", "project:My-Preset")
+        .wait_text(".editor code.selector", "project:my-preset")
         .await;
 
     // The same file again: the id exists, so Import waits for another one.
     import_file(&browser, &preset_path).await;
     choose_character_100001(&browser).await;
-    assert_eq!(browser.value("input[name=import-id]").await, "My-Preset");
+    assert_eq!(browser.value("input[name=import-id]").await, "my-preset");
     browser
         .wait_text(".review .field-note", "already exists")
         .await;
     assert_eq!(
         browser.text(".review .field-note").await.as_deref(),
-        Some("A project Preset with the id My-Preset already exists.")
+        Some("A project Preset with the id my-preset already exists.")
     );
     assert!(!browser.enabled(".review button.do-import").await);
     browser.fill("input[name=import-id]", "My-Preset-2").await;
@@ -260,13 +260,13 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
     assert!(browser.enabled(".review button.do-import").await);
     browser.click(".review button.do-import").await;
     browser.wait_text(".status", "Imported My-Preset-2").await;
-    assert_eq!(server.read(&format!("{STACKS}/My-Preset.json")), first_text);
+    assert_eq!(server.read(&format!("{STACKS}/my-preset.json")), first_text);
     let second = server.read_json(&format!("{STACKS}/My-Preset-2.json"));
     assert_eq!(second["id"], json!("My-Preset-2"));
     assert_eq!(second["items"], stack["items"]);
     assert_eq!(
         stack_files(&server),
-        ["My-Preset-2.json", "My-Preset.json", "default.json"]
+        ["My-Preset-2.json", "default.json", "my-preset.json"]
     );
 
     // Files that are not presets: a clear error in the dialog, and nothing written.
@@ -301,7 +301,7 @@ async fn sillytavern_preset_with_two_characters_imports_through_the_dialog() {
     assert_eq!(browser.count(".modal").await, 0);
     assert_eq!(
         stack_files(&server),
-        ["My-Preset-2.json", "My-Preset.json", "default.json"]
+        ["My-Preset-2.json", "default.json", "my-preset.json"]
     );
 
     browser.assert_no_errors().await;

@@ -10,6 +10,8 @@ Examples:
   pi-forge list stacks                show prompt stacks (Presets) with their diagnostics counts
   pi-forge fingerprint .pi/forge/prompt-stacks/reviewer.json
   pi-forge preview reviewer           show the system prompt and messages a stack produces
+  pi-forge preview reviewer --prompt \"Fix the bug\" --json
+  pi-forge template check block.txt   parse and analyze a forge-v1 template
   pi-forge ui                         open the editor for this project in your browser
   pi-forge pi install                 make /forge work inside Pi (installs the bridge extension)
   pi-forge import sillytavern Preset.json --character-id 100001 --dry-run
@@ -18,7 +20,8 @@ Resources live in <project>/.pi/forge/ (prompt-stacks/, agent-profiles/, capabil
 config.json; the legacy <project>/.pi/prompt-stacks/ is read too) and in the global directory
 $PI_FORGE_GLOBAL_DIR, or ~/.pi/forge when that variable is unset.
 
-Exit status: 0 success, 1 the workspace has errors (check), 2 usage or runtime failure.";
+Exit status: 0 success; 1 the input was read but has an error diagnostic (check, preview, template,
+fingerprint --value); 2 usage error, or an input that cannot be read or is not valid JSON.";
 
 /// Shape how the Pi coding agent thinks: prompt stacks, agent profiles and capabilities.
 #[derive(Debug, Parser)]
@@ -73,11 +76,20 @@ file has an error, 2 on a usage error.\n\nExample:\n  pi-forge check --project .
     #[command(
         after_help = "The kind is taken from the file's \"type\" field or its directory \
 (prompt-stacks/, agent-profiles/, capabilities/); other JSON files get the fingerprint of their \
-canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/reviewer.json"
+canonical JSON. With --value, any JSON value is fingerprinted as it is (no kind detection, no \
+normalization) and its canonical JSON is printed too; a number too large for a double cannot be \
+canonicalized.\n\nExit status: 0 success; 1 the value holds a non-finite number (--value); 2 \
+usage error, unreadable file or invalid JSON.\n\nExamples:\n  pi-forge fingerprint \
+.pi/forge/agent-profiles/reviewer.json\n  pi-forge fingerprint --value params.json --json\n  \
+echo '{\"b\":1,\"a\":[1.0,-0]}' | pi-forge fingerprint --value -"
     )]
     Fingerprint {
-        /// The JSON file.
+        /// The JSON file (`-` reads standard input with --value).
         file: PathBuf,
+        /// Fingerprint the file's JSON value as it is: print its canonical JSON and
+        /// `sha256:v1:` fingerprint, without kind detection.
+        #[arg(long)]
+        value: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -86,9 +98,17 @@ canonical JSON.\n\nExample:\n  pi-forge fingerprint .pi/forge/agent-profiles/rev
     #[command(
         after_help = "Without --runtime, pi-forge uses its documented stand-in for a live Pi \
 session: Pi's built-in tools (read, bash, edit, write active; grep, find, ls inactive), no skills, \
-no context files, no model, the current local time and no conversation.\n\nExamples:\n  \
-pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge preview \
-./draft.json --runtime docs/examples/runtime.json --messages chat.json"
+no context files, no model, the current local time and no conversation.\n\n--prompt gives the \
+turn's prompt apart from the conversation, as Pi does: the system prompt sees it as \
+runtime.lastUserMessage; the messages use the conversation's last user text, else the prompt. \
+--json adds templateEnv (the runtime.* and parameters.* the system prompt's templates see) and \
+activeTools (the tools after the stack's policy). --finalize runs the stack's finalize regex rules \
+on an assistant message instead of previewing.\n\nExit status: 0 success; 1 the stack, its \
+compilation or its finalize rules report an error; 2 usage error, unknown stack, or an input \
+file that cannot be read or is not valid JSON.\n\nExamples:\n  pi-forge preview reviewer\n  \
+pi-forge preview global:reviewer --json\n  pi-forge preview ./draft.json --runtime \
+docs/examples/runtime.json --messages chat.json\n  pi-forge preview reviewer --prompt \"Review \
+the diff\" --json | jq .templateEnv > env.json\n  pi-forge preview reviewer --finalize reply.json"
     )]
     Preview {
         /// A stack selector (`reviewer`, `project:reviewer`, `global:reviewer`) or a path to a
@@ -103,9 +123,21 @@ pi-forge preview reviewer\n  pi-forge preview global:reviewer --json\n  pi-forge
         /// Replaces the runtime's conversation.
         #[arg(long, value_name = "FILE")]
         messages: Option<PathBuf>,
-        /// Print the compiled result and preview sections as JSON.
+        /// The turn's prompt, apart from the conversation (Pi's `before_agent_start` prompt).
+        #[arg(long, value_name = "TEXT")]
+        prompt: Option<String>,
+        /// Run the finalize regex rules on this assistant message (a JSON message object, or a
+        /// JSON string as its text; `-` reads standard input) and print the result.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["messages", "prompt"])]
+        finalize: Option<PathBuf>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Check or render a forge-v1 template (the text of a Preset block).
+    Template {
+        #[command(subcommand)]
+        action: TemplateAction,
     },
     /// Start (or reuse) the web editor on 127.0.0.1 and open it in the browser.
     #[command(
@@ -168,6 +200,49 @@ Exit status: 0 success, 2 no running editor, an unknown turn or a usage error."
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TemplateAction {
+    /// Parse and analyze a template: errors and dependencies, with spans.
+    #[command(
+        after_help = "Spans are UTF-16 code units from the start of the text, end exclusive (what \
+the web editor and JavaScript count); the text output also gives the line and column. With \
+--env, the template is rendered too, so an undefined path is an error.\n\nExit status: 0 no \
+error; 1 the template has an error; 2 usage error, unreadable file, or an --env that is not a \
+JSON object.\n\nExamples:\n  pi-forge template check block.txt\n  pi-forge template check - \
+--json < block.txt\n  pi-forge template check block.txt --env env.json"
+    )]
+    Check {
+        #[command(flatten)]
+        args: TemplateArgs,
+    },
+    /// Render a template against an environment and print the output.
+    #[command(
+        after_help = "The environment is {\"runtime\": {...}, \"parameters\": {...}} (both \
+optional, default {}): the shape of `pi-forge preview --json`'s templateEnv. Extension macros \
+(extensions.*) are not available here.\n\nExit status: 0 rendered; 1 the template has an error \
+(parse, analysis or render); 2 usage error, unreadable file, or an --env that is not a JSON \
+object.\n\nExamples:\n  pi-forge template render block.txt --env env.json\n  echo \
+'Hello {{ parameters.name | upper }}' | pi-forge template render - --env env.json --json\n  \
+pi-forge preview reviewer --json | jq .templateEnv > env.json"
+    )]
+    Render {
+        #[command(flatten)]
+        args: TemplateArgs,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TemplateArgs {
+    /// The template text file (`-` reads standard input).
+    pub file: PathBuf,
+    /// A JSON file with `runtime` and `parameters` objects.
+    #[arg(long, value_name = "FILE")]
+    pub env: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -252,8 +327,13 @@ pub enum ImportSource {
     /// Convert a SillyTavern chat-completion preset and print the migration report.
     #[command(
         after_help = "The stack is written to <scope>/prompt-stacks/<id>.json through the same \
-checks as the editor; an existing id is never overwritten. Malformed or non-preset JSON exits 2 \
-and writes nothing.\n\nExamples:\n  pi-forge import sillytavern Default.json --dry-run\n  \
+checks as the editor; an existing id is never overwritten. The default id is the file name in \
+lower case with every run of other characters as one `-` (`Space Opera.json` → space-opera). \
+--json prints {id, dryRun, report, stack, written}: the migration report as JSON.\n\nExit \
+status: 0 converted (and written); 2 usage error, unreadable or malformed JSON, a file that is \
+not a usable preset (no prompts), an unknown or missing --character-id, or an id that exists \
+already; nothing is written then.\n\nExamples:\n  pi-forge import sillytavern Default.json \
+--dry-run\n  pi-forge import sillytavern Default.json --dry-run --json | jq .report.dropped\n  \
 pi-forge import sillytavern Default.json --character-id 100001 --id roleplay"
     )]
     Sillytavern {
@@ -271,6 +351,9 @@ pi-forge import sillytavern Default.json --character-id 100001 --id roleplay"
         /// Print the report and the stack JSON; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print the result (report, stack, where it was written) as JSON.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         workspace: WorkspaceArgs,
     },

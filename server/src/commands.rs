@@ -1,7 +1,9 @@
-//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `ui`, `ui stop`,
-//! `import` and `bench`.
+//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `preview`, `template`,
+//! `ui`, `ui stop`, `import` and `bench`.
 
-use crate::cli::{Cli, Command, ImportSource, ListKind, PiAction, UiAction, WorkspaceArgs};
+use crate::cli::{
+    Cli, Command, ImportSource, ListKind, PiAction, TemplateAction, UiAction, WorkspaceArgs,
+};
 use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
@@ -20,21 +22,34 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             workspace,
             json,
         } => list(kind, &workspace, json),
-        Command::Fingerprint { file, json } => fingerprint_file(&file, json),
+        Command::Fingerprint {
+            file,
+            value: true,
+            json,
+        } => fingerprint_value(&file, json),
+        Command::Fingerprint { file, json, .. } => fingerprint_file(&file, json),
         Command::Payload { action } => crate::payload_cli::run(action),
         Command::Preview {
             target,
             workspace,
             runtime,
             messages,
+            prompt,
+            finalize,
             json,
-        } => crate::preview::run(
-            &target,
-            &workspace,
-            runtime.as_deref(),
-            messages.as_deref(),
+        } => crate::preview::run(crate::preview::PreviewArgs {
+            target: &target,
+            workspace: &workspace,
+            runtime: runtime.as_deref(),
+            messages: messages.as_deref(),
+            prompt,
+            finalize: finalize.as_deref(),
             json,
-        ),
+        }),
+        Command::Template { action } => match action {
+            TemplateAction::Check { args } => crate::template::check(&args),
+            TemplateAction::Render { args } => crate::template::render(&args),
+        },
         Command::Ui {
             action: Some(UiAction::Stop { workspace: stop }),
             workspace,
@@ -77,6 +92,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     id,
                     scope,
                     dry_run,
+                    json,
                     workspace,
                 },
         } => crate::import::sillytavern(crate::import::SillyTavernArgs {
@@ -85,6 +101,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             id,
             scope,
             dry_run,
+            json,
             workspace: &workspace,
         }),
         Command::Bench {
@@ -104,6 +121,35 @@ fn merge(inner: WorkspaceArgs, outer: WorkspaceArgs) -> WorkspaceArgs {
         project: inner.project.or(outer.project),
         global_dir: inner.global_dir.or(outer.global_dir),
         untrusted: inner.untrusted || outer.untrusted,
+    }
+}
+
+/// The bytes of an input file; `-` reads standard input.
+pub fn read_input(path: &Path, what: &str) -> Result<Vec<u8>> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+            .with_context(|| format!("cannot read {what} from standard input"))?;
+        return Ok(bytes);
+    }
+    std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))
+}
+
+/// A display name for an input path (`<stdin>` for `-`).
+pub fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Exit status 1 when `errors` is non-zero, else 0.
+pub fn exit_for_errors(errors: usize) -> ExitCode {
+    if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -229,11 +275,7 @@ fn check(args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
             "{files} file(s) checked, {with_problems} with diagnostics: {errors} error(s), {warnings} warning(s), {infos} info."
         );
     }
-    Ok(if errors > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_for_errors(errors))
 }
 
 fn list(kind: Option<ListKind>, args: &WorkspaceArgs, as_json: bool) -> Result<ExitCode> {
@@ -374,6 +416,51 @@ fn fingerprint_file(file: &Path, as_json: bool) -> Result<ExitCode> {
         if e + w > 0 {
             println!("note: the file has {e} error(s) and {w} warning(s); run `pi-forge check` to see them");
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pi-forge fingerprint --value`: the canonical JSON and fingerprint of any JSON value, as it
+/// is. A number too large for a double is refused (exit 1), as canonicalization refuses
+/// non-finite numbers.
+fn fingerprint_value(file: &Path, as_json: bool) -> Result<ExitCode> {
+    let bytes = read_input(file, "JSON file")?;
+    let name = input_name(file);
+    let read = json::parse_bytes_lenient(&bytes)
+        .map_err(|e| anyhow::anyhow!("{name} is not valid JSON: {e}"))?;
+    if let Some(bad) = read.non_finite.first() {
+        let pointer = if bad.pointer.is_empty() {
+            "the root"
+        } else {
+            bad.pointer.as_str()
+        };
+        let message = format!(
+            "Cannot canonicalize a non-finite number ({}) at {pointer}.",
+            bad.text
+        );
+        if as_json {
+            print!(
+                "{}",
+                json::to_pretty(&json!({"path": name, "ok": false, "error": message}))
+            );
+        } else {
+            eprintln!("pi-forge: {name}: {message}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let canonical = json::to_canonical(&read.value);
+    let fp = fingerprint(&read.value);
+    if as_json {
+        let report = json!({
+            "path": name,
+            "ok": true,
+            "canonical": canonical,
+            "fingerprint": fp,
+        });
+        print!("{}", json::to_pretty(&report));
+    } else {
+        println!("canonical:   {canonical}");
+        println!("fingerprint: {fp}");
     }
     Ok(ExitCode::SUCCESS)
 }

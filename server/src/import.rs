@@ -4,7 +4,7 @@
 use crate::cli::{ImportScope, WorkspaceArgs};
 use crate::paths::WorkspacePaths;
 use anyhow::{bail, Context, Result};
-use forge_core::id::{fallback_id, is_valid_id, Scope};
+use forge_core::id::{is_valid_id, Scope};
 use forge_core::import::sillytavern::{self, ImportOptions};
 use forge_core::json;
 use forge_core::runtime::Clock;
@@ -19,6 +19,7 @@ pub struct SillyTavernArgs<'a> {
     pub id: Option<String>,
     pub scope: ImportScope,
     pub dry_run: bool,
+    pub json: bool,
     pub workspace: &'a WorkspaceArgs,
 }
 
@@ -43,7 +44,7 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
             }
             id
         }
-        None => sillytavern::slugify(fallback_id(&file_name), "sillytavern-import"),
+        None => sillytavern::default_stack_id(&file_name),
     };
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -58,12 +59,28 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
     let imported = sillytavern::convert(&value, &options)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
 
-    println!("SillyTavern import of {} → stack {id}", args.file.display());
-    print!("{}", imported.report.to_text());
+    // `--json`: one object, printed once the outcome is known.
+    let report_json = |written: Option<&str>| {
+        serde_json::json!({
+            "id": id,
+            "dryRun": args.dry_run,
+            "report": imported.report.to_json(),
+            "stack": imported.stack,
+            "written": written,
+        })
+    };
+    if !args.json {
+        println!("SillyTavern import of {} → stack {id}", args.file.display());
+        print!("{}", imported.report.to_text());
+    }
     if args.dry_run {
-        println!();
-        print!("{}", json::to_pretty(&imported.stack));
-        println!("Dry run: nothing written.");
+        if args.json {
+            print!("{}", json::to_pretty(&report_json(None)));
+        } else {
+            println!();
+            print!("{}", json::to_pretty(&imported.stack));
+            println!("Dry run: nothing written.");
+        }
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -89,7 +106,11 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
         false,
     ) {
         Ok(written) => {
-            println!("Wrote {} ({})", written.path, written.key);
+            if args.json {
+                print!("{}", json::to_pretty(&report_json(Some(&written.path))));
+            } else {
+                println!("Wrote {} ({})", written.path, written.key);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(ServiceError::Exists { id, path, .. }) => bail!(

@@ -13,6 +13,7 @@ mod payloads;
 mod pi_install;
 mod preview;
 mod state;
+mod template;
 mod ui;
 mod watch;
 

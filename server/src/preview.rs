@@ -1,12 +1,13 @@
 //! `pi-forge preview`: compile a stack against a runtime snapshot and print the result.
 
 use crate::cli::WorkspaceArgs;
-use crate::commands::load_workspace;
+use crate::commands::{exit_for_errors, input_name, load_workspace, read_input};
 use anyhow::{bail, Context, Result};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
-use forge_core::diag::Diagnostic;
+use forge_core::diag::{counts, Diagnostic};
 use forge_core::id::{parse_stack_choice, StackChoice};
 use forge_core::json;
+use forge_core::rewrite;
 use forge_core::runtime::{Clock, RuntimeSnapshot};
 use forge_core::stack::{self, PromptStack};
 use forge_core::workspace::Resolved;
@@ -70,14 +71,28 @@ fn is_file_target(target: &str) -> bool {
     target.ends_with(".json") || Path::new(target).is_file()
 }
 
-pub fn run(
-    target: &str,
-    args: &WorkspaceArgs,
-    runtime_path: Option<&Path>,
-    messages_path: Option<&Path>,
-    as_json: bool,
-) -> Result<ExitCode> {
-    let (paths, snapshot) = load_workspace(args)?;
+/// What `pi-forge preview` was asked.
+pub struct PreviewArgs<'a> {
+    pub target: &'a str,
+    pub workspace: &'a WorkspaceArgs,
+    pub runtime: Option<&'a Path>,
+    pub messages: Option<&'a Path>,
+    pub prompt: Option<String>,
+    pub finalize: Option<&'a Path>,
+    pub json: bool,
+}
+
+pub fn run(args: PreviewArgs) -> Result<ExitCode> {
+    let PreviewArgs {
+        target,
+        workspace,
+        runtime: runtime_path,
+        messages: messages_path,
+        prompt,
+        finalize,
+        json: as_json,
+    } = args;
+    let (paths, snapshot) = load_workspace(workspace)?;
     let (stack, label, load_diagnostics): (Option<PromptStack>, String, Vec<Diagnostic>) =
         if is_file_target(target) {
             let path = Path::new(target);
@@ -110,6 +125,10 @@ pub fn run(
             }
         };
 
+    if let Some(path) = finalize {
+        return run_finalize(stack.as_ref(), &label, load_diagnostics, path, as_json);
+    }
+
     let mut runtime = load_runtime(runtime_path, &paths.project)?;
     if let Some(path) = messages_path {
         runtime.messages = load_messages(path)?;
@@ -117,13 +136,18 @@ pub fn run(
     let macros = MacroRegistry::new();
     let mut input = CompileInput::new(stack.as_ref(), &runtime, &macros);
     input.stack_key = Some(label.clone());
-    let compiled = compile::compile(&input);
+    input.prompt = prompt.clone();
+    let (compiled, template_env) = compile::compile_with_env(&input);
     let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
+    let (errors, _, _) = counts(&preview.diagnostics);
 
     if as_json {
         let report = json!({
             "stack": label,
             "liveRuntime": runtime.live,
+            "prompt": prompt,
+            "activeTools": compiled.selected_tools,
+            "templateEnv": template_env,
             "compiled": serde_json::to_value(&compiled)?,
             "preview": serde_json::to_value(&preview)?,
         });
@@ -136,5 +160,68 @@ pub fn run(
         }
         print!("{}", compile::preview_text(&preview));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_for_errors(errors))
+}
+
+/// The message `--finalize` names: a message object, or a string taken as an assistant
+/// message's text.
+fn load_assistant_message(path: &Path) -> Result<Value> {
+    let name = input_name(path);
+    let bytes = read_input(path, "assistant message")?;
+    let value = json::parse_bytes(&bytes)
+        .with_context(|| format!("assistant message {name} is not valid JSON"))?;
+    match value {
+        Value::String(text) => Ok(json!({
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+        })),
+        Value::Object(_) => Ok(value),
+        _ => bail!("assistant message {name} must be a message object or a JSON string (its text)"),
+    }
+}
+
+/// `preview --finalize`: the stack's finalize rules on one assistant message, as Pi's
+/// `message_end` runs them. Prints the message (changed or not), whether it changed and the
+/// diagnostics (the stack's load diagnostics, rule load errors, then the rules' own).
+fn run_finalize(
+    stack: Option<&PromptStack>,
+    label: &str,
+    mut diagnostics: Vec<Diagnostic>,
+    path: &Path,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let message = load_assistant_message(path)?;
+    let (rules, rule_diagnostics) =
+        rewrite::rules_from_config(stack.and_then(|s| s.regex.as_ref()));
+    diagnostics.extend(rule_diagnostics);
+    let rule_count = rewrite::finalize_rule_count(&rules);
+    let (result, changed) = match rewrite::finalize(&rules, &message) {
+        Some((finalized, finalize_diagnostics)) => {
+            diagnostics.extend(finalize_diagnostics);
+            (finalized, true)
+        }
+        None => (message, false),
+    };
+    let (errors, _, _) = counts(&diagnostics);
+    if as_json {
+        let report = json!({
+            "stack": label,
+            "finalizeRules": rule_count,
+            "changed": changed,
+            "message": result,
+            "diagnostics": diagnostics,
+        });
+        print!("{}", json::to_pretty(&report));
+    } else {
+        println!(
+            "Finalize with {label}: {rule_count} finalize rule(s); the message {}.",
+            if changed { "changed" } else { "is unchanged" }
+        );
+        for d in &diagnostics {
+            println!("  {d}");
+        }
+        println!();
+        println!("{}", forge_core::message::preview_text(&result));
+    }
+    Ok(exit_for_errors(errors))
 }

@@ -157,7 +157,7 @@ fn help_teaches_with_examples() {
     for needle in [
         "pi-forge check --project ~/code/app --json",
         "PI_FORGE_GLOBAL_DIR",
-        "Exit status: 0 success, 1 the workspace has errors (check), 2 usage or runtime failure.",
+        "Exit status: 0 success; 1 the input was read but has an error diagnostic",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }

@@ -65,7 +65,8 @@ fn dry_run_prints_report_and_stack_and_writes_nothing() {
     assert!(text.contains("Approximated (1):"), "{text}");
     assert!(text.contains("Dropped (1):"), "{text}");
     assert!(text.contains("charDescription"), "{text}");
-    assert!(text.contains("\"id\": \"Story-Mode\""), "{text}");
+    assert!(text.contains("\"id\": \"story-mode\""), "{text}");
+    assert!(text.contains("\"name\": \"Story Mode\""), "{text}");
     assert!(text.contains("Dry run: nothing written."), "{text}");
     assert!(files(&ws.project().join(".pi/forge/prompt-stacks")).is_empty());
 }

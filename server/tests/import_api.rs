@@ -124,9 +124,9 @@ fn a_sillytavern_preset_is_dry_run_then_imported_once_and_never_overwritten() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["ok"], true);
     assert_eq!(body["format"], "sillytavern");
-    assert_eq!(body["id"], "My-Preset");
+    assert_eq!(body["id"], "my-preset");
     assert_eq!(body["exists"], false);
-    assert_eq!(body["stack"]["id"], "My-Preset");
+    assert_eq!(body["stack"]["id"], "my-preset");
     assert!(
         body["stack"]["items"]
             .as_array()

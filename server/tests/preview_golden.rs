@@ -29,13 +29,27 @@ fn preview_json(stack: &Path) -> String {
         .env("PI_FORGE_GLOBAL_DIR", &empty)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "preview of {} failed: {}",
-        stack.display(),
-        String::from_utf8_lossy(&out.stderr)
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Exit status 1 exactly when the preview reports an error diagnostic.
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        panic!(
+            "preview of {} failed: {}",
+            stack.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let has_error = report["preview"]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["level"] == "error");
+    assert_eq!(
+        out.status.code(),
+        Some(if has_error { 1 } else { 0 }),
+        "exit status of the preview of {}",
+        stack.display()
     );
-    String::from_utf8(out.stdout).unwrap()
+    text
 }
 
 #[test]

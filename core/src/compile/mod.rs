@@ -15,8 +15,8 @@
 //!    truthiness of `defaults.syntheticMessagesVisible` (absent or `null` → `false`), so the field
 //!    is always a boolean and `"false"` shows the message (spec §8.1).
 //!    `context.allowDuplicateChatHistory` is read the same way.
-//! 3. **Synthetic shapes.** `user` and `assistant` messages carry one `text` part; `custom`
-//!    messages carry the text as a string `content`. `details.stackId` is
+//! 3. **Synthetic shapes.** `user`, `assistant` and `custom` messages all carry the text as one
+//!    `text` part (`content: [{type: "text", text}]`), as the original writes them. `details.stackId` is
 //!    `CompileInput::stack_key` when given, else the stack id. Assistant `api` comes from
 //!    `model.api`, `provider`/`model` from the model, each `"unknown"` when absent.
 //! 4. **Guidelines.** "The runtime guidelines" are the selected tools' own guidelines (in tool
@@ -179,6 +179,10 @@ pub struct CompileInput<'a> {
     /// The latest user message; `None` = the last non-blank user text of `runtime.messages`
     /// (or `""`).
     pub latest_user_message: Option<String>,
+    /// The turn's prompt, given apart from the conversation (Pi's `before_agent_start`): the
+    /// system phase sees it as the latest user message, and the message phase falls back to it
+    /// when the conversation has no user text. Ignored when `latest_user_message` is set.
+    pub prompt: Option<String>,
 }
 
 impl<'a> CompileInput<'a> {
@@ -195,6 +199,7 @@ impl<'a> CompileInput<'a> {
             macros,
             extra_slots: None,
             latest_user_message: None,
+            prompt: None,
         }
     }
 }
@@ -307,11 +312,22 @@ impl Compiled {
 
 /// Compiles the system prompt and the messages (`runtime.messages`) with one macro context.
 pub fn compile(input: &CompileInput) -> Compiled {
+    compile_with_env(input).0
+}
+
+/// [`compile`], plus the template environment of the system phase
+/// (`{runtime: {...}, parameters: {...}}`, see [`Compiler::template_env`]).
+pub fn compile_with_env(input: &CompileInput) -> (Compiled, Value) {
     let mut compiler = Compiler::new(input);
+    let env = compiler.template_env();
     let (system_prompt, mut diagnostics) = compiler.compile_system();
+    if let (Some(prompt), None) = (&input.prompt, &input.latest_user_message) {
+        let latest = latest_user_message(&input.runtime.messages).unwrap_or_else(|| prompt.clone());
+        compiler.set_latest_user_message(&latest);
+    }
     let (messages, message_diagnostics) = compiler.compile_messages(&input.runtime.messages);
     diagnostics.extend(message_diagnostics);
-    Compiled {
+    let compiled = Compiled {
         system_prompt,
         messages,
         selected_tools: compiler.selected_tools.clone(),
@@ -319,7 +335,8 @@ pub fn compile(input: &CompileInput) -> Compiled {
         diagnostics,
         dependencies: compiler.dependencies(),
         finalize_rules: compiler.finalize_rules(),
-    }
+    };
+    (compiled, env)
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -355,6 +372,7 @@ impl<'a> Compiler<'a> {
         let latest_user_message = input
             .latest_user_message
             .clone()
+            .or_else(|| input.prompt.clone())
             .or_else(|| latest_user_message(&runtime.messages))
             .unwrap_or_default();
         let scope = match stack {
@@ -403,6 +421,15 @@ impl<'a> Compiler<'a> {
     /// Model-visible skills after the skills policy.
     pub fn selected_skills(&self) -> &[String] {
         &self.selected_skill_names
+    }
+
+    /// What templates see now: `{runtime: {...}, parameters: {...}}` (both `{}` without a
+    /// stack). Before [`Compiler::compile_system`] this is the system phase's environment.
+    pub fn template_env(&self) -> Value {
+        let mut env = Map::new();
+        env.insert("runtime".into(), self.scope.runtime.clone());
+        env.insert("parameters".into(), self.scope.parameters.clone());
+        Value::Object(env)
     }
 
     /// Enabled finalize regex rules.

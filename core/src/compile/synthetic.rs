@@ -48,10 +48,11 @@ pub(crate) fn synthetic_message(
                 "timestamp": timestamp
             })
         }
+        // The original writes the text as one text part, like user and assistant messages.
         Role::Custom => json!({
             "role": "custom",
             "customType": CUSTOM_TYPE,
-            "content": text,
+            "content": [{"type": "text", "text": text}],
             "display": visible,
             "details": {"stackId": stack_id},
             "timestamp": timestamp

@@ -6,8 +6,15 @@
 //! and regex script, whether it was converted, approximated or dropped, and why.
 //!
 //! Decisions (documented for users in `docs/file-formats.md`, "SillyTavern import"):
+//! - The default stack id is the file name without `.json`, slugified as the 0.4-era importer did
+//!   ([`default_stack_id`]: lower case, every run of other characters one `-`); a preset without
+//!   `preset_name`/`name` is named after the file name as written. Regex rule ids are
+//!   `st-<script name>` slugified the same way ([`lower_slug`]).
 //! - Item ids are the prompt identifiers made id-safe (`chatHistory` stays `chatHistory`),
 //!   deduplicated with `-2`, `-3`, …; `source` records the original identifier, name and position.
+//!   (The original numbered items `1`, `2`, …; identifiers keep the editor and diffs readable.)
+//! - Two prompts with the same identifier: the last definition wins (the original kept them in a
+//!   map), and the report lists the earlier one as dropped.
 //! - `{{char}}` / `{{user}}` become `{{ parameters.char }}` / `{{ parameters.user }}` and the stack
 //!   gets `parameters {char, user}` defaults; `{{lastUserMessage}}` becomes
 //!   `{{ runtime.lastUserMessage }}` and the history slot gets `includeLastUserMessage: false`
@@ -24,7 +31,11 @@
 //!   are placed right after the chat-history slot, deepest first (a `system` one as `custom`).
 //!   Depth 0 with role user/assistant is exact; anything else is approximated.
 //! - Regex scripts follow §5: only prompt-only scripts aimed at user input or AI output become
-//!   history-stage rules; the others are listed as dropped.
+//!   history-stage rules; the others are listed as dropped. As in the original, numeric fields
+//!   (`placement` entries, `minDepth`, `maxDepth`, `substituteRegex`) accept numbers, numeric
+//!   strings and booleans (`true` is 1), a string `trimStrings` is one entry per line, the name is
+//!   the first non-blank of `script_name`, `scriptName`, `name`, and `{{match}}` / `$0` (not
+//!   `$01`) become `$&`.
 
 use serde_json::{Map, Value};
 
@@ -242,13 +253,57 @@ pub fn slugify(text: &str, fallback: &str) -> String {
     }
 }
 
+/// The 0.4-era slug: every run of characters other than ASCII letters, digits, `_` and `-` becomes
+/// one `-`, runs of `-` collapse, `-` and `_` are trimmed from the ends (an id starts with a letter
+/// or digit) and the result is lower case; empty → `fallback`.
+/// `story-teller (v3)!` → `story-teller-v3`.
+pub fn lower_slug(text: &str, fallback: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches(|c: char| c == '-' || c == '_');
+    if trimmed.is_empty() {
+        fallback.to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// The file name without its directory and a final `.json` (any case): the preset's name when it
+/// has none.
+pub fn file_stem(file_name: &str) -> &str {
+    let base = crate::id::base_name(file_name);
+    match base.len().checked_sub(5) {
+        Some(cut) if base.is_char_boundary(cut) && base[cut..].eq_ignore_ascii_case(".json") => {
+            &base[..cut]
+        }
+        _ => base,
+    }
+}
+
+/// The stack id an import gets when none is chosen: the file stem, [`lower_slug`]ged
+/// (`Space Opera.json` → `space-opera`), `imported` when nothing is left.
+pub fn default_stack_id(file_name: &str) -> String {
+    lower_slug(file_stem(file_name), DEFAULT_STACK_ID)
+}
+
+/// The id of an import whose file name gives none.
+pub const DEFAULT_STACK_ID: &str = "imported";
+
 /// Converts a preset. Errors only when the input is not a usable preset; everything else is a
 /// report entry.
 pub fn convert(preset: &Value, options: &ImportOptions) -> Result<Imported, ImportError> {
     let root = preset.as_object().ok_or(ImportError::NotObject)?;
+    // An empty array is as unusable as a missing one (the original tested the length).
     let prompts = root
         .get("prompts")
         .and_then(Value::as_array)
+        .filter(|p| !p.is_empty())
         .ok_or(ImportError::NoPrompts)?;
     if !is_valid_id(&options.id) {
         return Err(ImportError::InvalidId(options.id.clone()));
@@ -259,7 +314,8 @@ pub fn convert(preset: &Value, options: &ImportOptions) -> Result<Imported, Impo
         .filter(|k| !KNOWN_ROOT_KEYS.contains(&k.as_str()))
         .count();
 
-    // identifier → prompt (the first of duplicates wins).
+    // identifier → prompt: a later prompt with the same identifier replaces the earlier one and
+    // takes its place in the prompts order, as the original's map did.
     let mut by_id: Vec<(String, &Map<String, Value>)> = Vec::new();
     for (index, prompt) in prompts.iter().enumerate() {
         let Some(obj) = prompt.as_object() else {
@@ -280,12 +336,16 @@ pub fn convert(preset: &Value, options: &ImportOptions) -> Result<Imported, Impo
             ));
             continue;
         };
-        if by_id.iter().any(|(id, _)| id == identifier) {
+        if let Some(slot) = by_id.iter_mut().find(|(id, _)| id == identifier) {
             report.dropped.push(entry(
                 identifier.to_string(),
-                str_field(obj, "name"),
-                "duplicate identifier; the first prompt with it is used",
+                str_field(slot.1, "name"),
+                format!(
+                    "duplicate identifier: prompts[{index}] defines it again and replaces this \
+                     definition"
+                ),
             ));
+            slot.1 = obj;
             continue;
         }
         by_id.push((identifier.to_string(), obj));
@@ -752,7 +812,11 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
             ));
             continue;
         };
-        let name = str_field(obj, "scriptName").unwrap_or_else(|| format!("script-{}", index + 1));
+        let name = ["script_name", "scriptName", "name"]
+            .iter()
+            .filter_map(|key| obj.get(*key).and_then(Value::as_str))
+            .find(|n| !js_trim(n).is_empty())
+            .map_or_else(|| format!("regex-{}", index + 1), str::to_string);
         let label = format!("regex:{name}");
         let mut drop = |reason: &str| report.dropped.push(entry(label.clone(), None, reason));
         if obj.get("promptOnly") != Some(&Value::Bool(true)) {
@@ -763,41 +827,44 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
             drop("regex script is display-only (markdownOnly)");
             continue;
         }
-        let placement: Vec<u64> = obj
+        let placement: Vec<f64> = obj
             .get("placement")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .map(|a| a.iter().filter_map(js_number).collect())
             .unwrap_or_default();
-        if !placement.is_empty() && !placement.iter().any(|p| *p == 1 || *p == 2) {
+        if !placement.is_empty() && !placement.iter().any(|p| *p == 1.0 || *p == 2.0) {
             drop("regex script targets neither user input nor AI output");
             continue;
         }
         let find = obj.get("findRegex").and_then(Value::as_str).unwrap_or("");
-        let Some((pattern, flags)) = split_regex(find) else {
-            drop("find pattern is empty or has flags outside gimsu");
-            continue;
+        let (pattern, flags) = match split_regex(find) {
+            Ok(parts) => parts,
+            Err(reason) => {
+                drop(&format!("find pattern {reason}"));
+                continue;
+            }
         };
         if let Err(reason) = check_pattern(&pattern, &flags) {
             drop(&format!("find pattern does not compile: {reason}"));
             continue;
         }
         let mut notes = Vec::new();
-        let replace = obj
-            .get("replaceString")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .replace("{{match}}", "$&")
-            .replace("$0", "$&");
+        let replace = st_replacement(
+            obj.get("replaceString")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        );
         if replace.contains("{{") {
             notes.push("the replacement contains macros, which are inserted literally");
         }
         if obj
             .get("substituteRegex")
-            .is_some_and(|v| v.as_bool() == Some(true) || v.as_u64().is_some_and(|n| n > 0))
+            .and_then(js_number)
+            .is_some_and(|n| n != 0.0)
         {
             notes.push("macro substitution inside the pattern is not supported");
         }
-        let base = format!("st-{}", slugify(&name, "script"));
+        let base = lower_slug(&format!("st-{name}"), "st-regex");
         let mut id = base.clone();
         let mut n = 2;
         while used.contains(&id) {
@@ -817,26 +884,42 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
         rule.insert("pattern".into(), Value::String(pattern));
         rule.insert("flags".into(), Value::String(flags));
         rule.insert("replace".into(), Value::String(replace));
-        let trims: Vec<Value> = obj
-            .get("trimStrings")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter(|v| v.is_string()).cloned().collect())
-            .unwrap_or_default();
+        // A string is one entry per line (how SillyTavern's editor stores them).
+        let trims: Vec<Value> = match obj.get("trimStrings") {
+            Some(Value::String(text)) => text
+                .split('\n')
+                .map(|line| line.strip_suffix('\r').unwrap_or(line))
+                .filter(|line| !line.is_empty())
+                .map(Value::from)
+                .collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         if !trims.is_empty() {
             rule.insert("trimStrings".into(), Value::Array(trims));
         }
         let mut roles = Vec::new();
-        if placement.contains(&1) {
+        if placement.contains(&1.0) {
             roles.push(Value::from("user"));
         }
-        if placement.contains(&2) {
+        if placement.contains(&2.0) {
             roles.push(Value::from("assistant"));
         }
         if !roles.is_empty() {
             rule.insert("roles".into(), Value::Array(roles));
         }
-        let min = obj.get("minDepth").and_then(Value::as_u64);
-        let max = obj.get("maxDepth").and_then(Value::as_u64);
+        let depth = |key: &str| {
+            obj.get(key)
+                .and_then(js_number)
+                .filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= 9_007_199_254_740_991.0)
+                .map(|n| n as u64)
+        };
+        let min = depth("minDepth");
+        let max = depth("maxDepth");
         if let Some(min) = min {
             rule.insert("minDepth".into(), Value::from(min));
         }
@@ -847,7 +930,7 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
         st.insert("scriptName".into(), Value::String(name.clone()));
         st.insert(
             "placement".into(),
-            Value::Array(placement.iter().map(|p| Value::from(*p)).collect()),
+            Value::Array(placement.iter().map(|p| number_value(*p)).collect()),
         );
         let mut source = Map::new();
         source.insert("sillytavern".into(), Value::Object(st));
@@ -866,27 +949,94 @@ fn convert_regex_scripts(root: &Map<String, Value>, report: &mut ImportReport) -
     rules
 }
 
-/// `/pattern/flags` or a bare pattern → `(pattern, flags)`; `None` when empty or the flags are
-/// not a repeat-free subset of `gimsu`.
-fn split_regex(find: &str) -> Option<(String, String)> {
-    let (pattern, flags) = match find
-        .strip_prefix('/')
-        .and_then(|r| r.rfind('/').map(|i| (r, i)))
-    {
-        Some((r, i)) => (&r[..i], &r[i + 1..]),
+/// A trimmed `/pattern/flags` (the last unescaped `/` closes it) or a bare pattern →
+/// `(pattern, flags)`; `Err` says why not: empty, a `/` literal that never closes, or flags that
+/// are not a repeat-free subset of `gimsu`.
+fn split_regex(find: &str) -> Result<(String, String), &'static str> {
+    let find = js_trim(find);
+    if find.is_empty() {
+        return Err("is empty");
+    }
+    let (pattern, flags) = match find.strip_prefix('/') {
         None => (find, ""),
+        Some(rest) => {
+            let close = rest.char_indices().rev().find(|(i, c)| {
+                *c == '/' && rest[..*i].chars().rev().take_while(|b| *b == '\\').count() % 2 == 0
+            });
+            match close {
+                Some((i, _)) => (&rest[..i], &rest[i + 1..]),
+                None => return Err("starts a /…/ literal that is never closed"),
+            }
+        }
     };
     if pattern.is_empty() {
-        return None;
+        return Err("is empty");
     }
     let mut seen = String::new();
     for c in flags.chars() {
         if !"gimsu".contains(c) || seen.contains(c) {
-            return None;
+            return Err("has flags outside gimsu or repeats one");
         }
         seen.push(c);
     }
-    Some((pattern.to_string(), flags.to_string()))
+    Ok((pattern.to_string(), flags.to_string()))
+}
+
+/// A SillyTavern replacement in JavaScript's dialect: `{{match}}` (any case, spaces allowed) and
+/// a `$0` that is not the start of `$01`… become `$&`; two-digit references keep their meaning.
+fn st_replacement(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("{{") {
+            if let Some(end) = after.find("}}") {
+                if after[..end].trim().eq_ignore_ascii_case("match") {
+                    out.push_str("$&");
+                    rest = &after[end + 2..];
+                    continue;
+                }
+            }
+        }
+        if let Some(after) = rest.strip_prefix("$0") {
+            if !after.starts_with(|d: char| d.is_ascii_digit()) {
+                out.push_str("$&");
+                rest = after;
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// JavaScript-style number reading of a script field: a finite number, a non-blank string that
+/// `Number()` reads as finite (decimal forms), or a boolean (1 / 0).
+fn js_number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => {
+            let t = js_trim(s);
+            let looks_decimal = !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
+            looks_decimal
+                .then(|| t.parse::<f64>().ok())
+                .flatten()
+                .filter(|n| n.is_finite())
+        }
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+/// An integer-valued number as a JSON integer, others as they are.
+fn number_value(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
 }
 
 fn build_stack(
@@ -896,12 +1046,19 @@ fn build_stack(
     walk: Walk,
     regex_rules: Vec<Value>,
 ) -> Value {
-    let preset_name = root
-        .get("name")
-        .or_else(|| root.get("preset_name"))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
+    // `preset_name`, else `name`, else the file name as written (spaces kept), as the original.
+    let preset_name = ["preset_name", "name"]
+        .iter()
+        .filter_map(|key| root.get(*key).and_then(Value::as_str))
+        .map(js_trim)
+        .find(|n| !n.is_empty())
+        .or_else(|| {
+            options
+                .source_file
+                .as_deref()
+                .map(file_stem)
+                .filter(|stem| !stem.is_empty())
+        })
         .map(str::to_string);
     let uses_params = walk.uses_char || walk.uses_user;
     let mut stack = Map::new();

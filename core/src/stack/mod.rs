@@ -36,8 +36,8 @@ pub use model::{
     STACK_KEY_ORDER, STACK_TYPE,
 };
 pub use parse::{
-    fault_stack, parse_stack_bytes, parse_stack_str, parse_stack_value, serialize_stack,
-    validate_stack, ParseOptions, ParsedStack,
+    fault_stack, parse_stack_bytes, parse_stack_lenient, parse_stack_str, parse_stack_value,
+    serialize_stack, validate_stack, ParseOptions, ParsedStack,
 };
 pub use policy::{matches_any, pattern_matches, Policy};
 // The tool-name grammar is shared with capabilities and lives in [`crate::id`].

@@ -17,7 +17,7 @@ use super::regex_rules::validate_regex_config;
 use crate::diag::{dedupe, is_usable, Diagnostic};
 use crate::id::{base_name, fallback_id, is_valid_id, ID_RULE};
 use crate::js::{is_number, is_string_array, js_string, js_trim, number_string};
-use crate::json::{parse_bytes, parse_str, to_pretty};
+use crate::json::{parse_bytes_lenient, parse_str_lenient, to_pretty, Lenient};
 
 /// What the parser needs besides the JSON.
 #[derive(Clone, Copy, Debug)]
@@ -78,26 +78,50 @@ pub fn fault_stack(file_name: &str, message: String) -> ParsedStack {
 }
 
 /// Parses a stack file's bytes (UTF-8, a leading BOM ignored).
+///
+/// A number too large for a double (`1e400`) does not fail the file: as `JSON.parse` reads it as
+/// `Infinity`, it is reported by the field that holds it (see [`parse_stack_lenient`]).
 pub fn parse_stack_bytes(bytes: &[u8], opts: &ParseOptions) -> ParsedStack {
-    match parse_bytes(bytes) {
-        Ok(value) => parse_stack_value(value, opts),
+    match parse_bytes_lenient(bytes) {
+        Ok(read) => parse_stack_lenient(read, opts),
         Err(e) => fault_stack(opts.file_name, format!("Failed to parse JSON: {e}")),
     }
 }
 
-/// Parses stack JSON text.
+/// Parses stack JSON text, like [`parse_stack_bytes`].
 pub fn parse_stack_str(text: &str, opts: &ParseOptions) -> ParsedStack {
-    match parse_str(text) {
-        Ok(value) => parse_stack_value(value, opts),
+    match parse_str_lenient(text) {
+        Ok(read) => parse_stack_lenient(read, opts),
         Err(e) => fault_stack(opts.file_name, format!("Failed to parse JSON: {e}")),
     }
 }
 
 /// Normalizes and validates an already parsed JSON root.
 pub fn parse_stack_value(value: Value, opts: &ParseOptions) -> ParsedStack {
+    parse_stack_lenient(
+        Lenient {
+            value,
+            non_finite: Vec::new(),
+        },
+        opts,
+    )
+}
+
+/// Normalizes and validates a root read by [`crate::json::parse_bytes_lenient`]. Each
+/// out-of-range number is `null` in the value; on top of what `null` gets there, a schema-2
+/// parameter holding one is an error (`Stack parameter <k> must be a JSON-compatible value.`) and
+/// is dropped, as the original does for a non-finite number. A numeric item id that is out of
+/// range therefore falls back to `item-<n>` with its error, and a schema-1 `parameters` block is
+/// ignored with its warning, whatever it holds.
+pub fn parse_stack_lenient(read: Lenient, opts: &ParseOptions) -> ParsedStack {
+    let bad_parameters = non_finite_parameters(&read);
+    let value = read.value;
     let mut diagnostics = Vec::new();
-    check_shape(&value, &mut diagnostics);
-    let stack = normalize(&value, opts.file_name, &mut diagnostics);
+    check_shape(&value, &bad_parameters, &mut diagnostics);
+    let mut stack = normalize(&value, opts.file_name, &mut diagnostics);
+    if let Some(parameters) = stack.parameters.as_mut() {
+        parameters.retain(|key, _| !bad_parameters.contains(key));
+    }
     diagnostics.extend(validate_stack(&stack, opts));
     if base_name(opts.file_name) == "default.json"
         && value
@@ -157,7 +181,9 @@ fn non_blank_str(value: Option<&Value>) -> Option<&str> {
 }
 
 /// Type checks over a stack-shaped JSON value; nothing happens when the root is not an object.
-fn check_shape(value: &Value, out: &mut Vec<Diagnostic>) {
+/// `bad_parameters` are the parameters that hold a non-finite number (see
+/// [`parse_stack_lenient`]).
+fn check_shape(value: &Value, bad_parameters: &[String], out: &mut Vec<Diagnostic>) {
     let Some(obj) = value.as_object() else {
         return;
     };
@@ -245,13 +271,18 @@ fn check_shape(value: &Value, out: &mut Vec<Diagnostic>) {
             "schemaVersion 1 stacks use variables; parameters is ignored.",
         ));
     }
-    // Every JSON value is JSON-compatible, so `Stack parameter <k> must be a JSON-compatible
-    // value.` cannot arise here: serde_json refuses the non-finite numbers that would trigger it.
+    // A non-finite number is the only value that is not JSON-compatible; no `Value` holds one,
+    // so the lenient reader's list says which parameters had one.
     if obj.get("parameters").is_some_and(|p| !p.is_object()) {
         out.push(Diagnostic::error(
             "Stack parameters must be an object when provided.",
         ));
     }
+    out.extend(bad_parameters.iter().map(|key| {
+        Diagnostic::error(format!(
+            "Stack parameter {key} must be a JSON-compatible value."
+        ))
+    }));
     if obj.get("capabilities").is_some_and(|c| !c.is_array()) {
         out.push(Diagnostic::error(
             "Stack capabilities must be an array when provided.",
@@ -318,6 +349,27 @@ fn check_item_shape(item: &Map<String, Value>, n: usize, out: &mut Vec<Diagnosti
 
 // ---------------------------------------------------------------------------------------------
 // Normalization
+
+/// Schema-2 `parameters` keys whose value holds an out-of-range number, in key order.
+fn non_finite_parameters(read: &Lenient) -> Vec<String> {
+    let Some(obj) = read.value.as_object() else {
+        return Vec::new();
+    };
+    if read.non_finite.is_empty() || !obj.get("schemaVersion").is_some_and(|v| is_number(v, 2.0)) {
+        return Vec::new();
+    }
+    let Some(parameters) = obj.get("parameters").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    parameters
+        .keys()
+        .filter(|key| {
+            let escaped = key.replace('~', "~0").replace('/', "~1");
+            read.non_finite_under(&format!("/parameters/{escaped}"))
+        })
+        .cloned()
+        .collect()
+}
 
 fn object_of(value: Option<&Value>) -> Option<Map<String, Value>> {
     value.and_then(Value::as_object).cloned()
@@ -495,7 +547,7 @@ fn normalize_item(value: &Value, n: usize, out: &mut Vec<Diagnostic>) -> StackIt
 /// slots, policies, regex rules). Not deduplicated.
 pub fn validate_stack(stack: &PromptStack, opts: &ParseOptions) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    check_shape(&stack.to_value(), &mut out);
+    check_shape(&stack.to_value(), &[], &mut out);
     if js_trim(&stack.id).is_empty() {
         out.push(Diagnostic::error("Stack id must not be empty."));
     }

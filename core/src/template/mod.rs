@@ -60,6 +60,12 @@
 //!     (several unknown filters give several diagnostics, as in the original).
 //! 12. [`dependencies`] lists each referenced path once (first occurrence, document order),
 //!     as written: `parameters.name`, `extensions.A`, `runtime.tool.read`, or a bare `name`.
+//! 13. **Spans.** [`analyze_text`] and [`render_checked`] say where each problem is, in UTF-16
+//!     code units (what JavaScript and the editor count), end exclusive: the whole tag for a bad
+//!     tag or an unknown filter, the unclosed opener to the end of the text for `Unclosed …`,
+//!     the `{% if %}` tag for `Missing {% else %}` / `Missing {% endif %}`, and for a render
+//!     error the innermost tag being evaluated. Dependencies carry the span of every tag that
+//!     names them.
 //!
 //! # Fuzzing
 //!
@@ -119,7 +125,7 @@ impl Scope {
 /// Parses template text. Errors are the exact spec messages (`Unclosed output tag {{`, …),
 /// without the `forge-v1 parse error: ` prefix.
 pub fn parse(text: &str) -> Result<Template, String> {
-    parse::parse_template(text)
+    parse::parse_template(text).map_err(|failure| failure.message)
 }
 
 /// Analysis errors (`Unknown forge-v1 filter: f`), in document order.
@@ -139,20 +145,191 @@ pub fn analyze(t: &Template) -> Vec<String> {
 
 /// Paths referenced by outputs and predicates, each once, in document order.
 pub fn dependencies(t: &Template) -> Vec<String> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut paths = Vec::new();
+    spanned_dependencies(t)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// Each referenced path once (document order) with the byte ranges of the tags naming it.
+fn spanned_dependencies(t: &Template) -> Vec<(String, Vec<parse::ByteRange>)> {
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut paths: Vec<(String, Vec<parse::ByteRange>)> = Vec::new();
     t.visit(|node| {
-        let path = match node {
-            parse::Node::Output { path, .. } => path.as_slice(),
-            parse::Node::If { predicate, .. } => predicate.path(),
+        let (path, at) = match node {
+            parse::Node::Output { path, at, .. } => (path.as_slice(), *at),
+            parse::Node::If { predicate, at, .. } => (predicate.path(), *at),
             parse::Node::Text(_) => return,
         };
         let joined = path.join(".");
-        if seen.insert(joined.clone()) {
-            paths.push(joined);
+        match index.get(&joined) {
+            Some(&i) => paths[i].1.push(at),
+            None => {
+                index.insert(joined.clone(), paths.len());
+                paths.push((joined, vec![at]));
+            }
         }
     });
     paths
+}
+
+// ------------------------------------------------------------------------------------------------
+// Analysis with positions (for `pi-forge template` and the editor)
+
+/// A range of template text in UTF-16 code units, `start..end` (end exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A problem with a template: the message a block diagnostic would carry
+/// (`forge-v1 parse error: …`, `Unknown forge-v1 filter: f`, `forge-v1 render error: …`,
+/// `forge-v1 compile error: …`) and where it is, when it is about a place in the text.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TemplateError {
+    pub message: String,
+    pub span: Option<Span>,
+}
+
+/// A path the template reads and every tag that reads it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Dependency {
+    pub path: String,
+    pub spans: Vec<Span>,
+}
+
+/// What [`analyze_text`] finds: the errors (a parse error alone, or every unknown filter) and,
+/// when the text parses, the dependencies.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Analysis {
+    pub errors: Vec<TemplateError>,
+    pub dependencies: Vec<Dependency>,
+}
+
+/// Byte offsets of one text → UTF-16 offsets; cheap for offsets asked in increasing order.
+struct Utf16Cursor<'a> {
+    text: &'a str,
+    byte: usize,
+    units: usize,
+}
+
+impl<'a> Utf16Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Utf16Cursor {
+            text,
+            byte: 0,
+            units: 0,
+        }
+    }
+
+    fn units(&mut self, byte: usize) -> usize {
+        if byte < self.byte {
+            self.byte = 0;
+            self.units = 0;
+        }
+        let byte = byte.min(self.text.len());
+        self.units += crate::json::utf16_len(self.text.get(self.byte..byte).unwrap_or(""));
+        self.byte = byte;
+        self.units
+    }
+
+    fn span(&mut self, (start, end): parse::ByteRange) -> Span {
+        Span {
+            start: self.units(start),
+            end: self.units(end),
+        }
+    }
+}
+
+/// Parses and analyzes `text` without rendering it: the same errors [`render_text_all`] reports
+/// before rendering, with their spans, and the dependencies with theirs.
+pub fn analyze_text(text: &str) -> Analysis {
+    analyze_parsed(text).0
+}
+
+/// [`analyze_text`] and the parsed template, when the text parses.
+fn analyze_parsed(text: &str) -> (Analysis, Option<Template>) {
+    let mut cursor = Utf16Cursor::new(text);
+    let template = match parse::parse_template(text) {
+        Ok(template) => template,
+        Err(failure) => {
+            let analysis = Analysis {
+                errors: vec![TemplateError {
+                    message: format!("forge-v1 parse error: {}", failure.message),
+                    span: Some(cursor.span(failure.at)),
+                }],
+                dependencies: Vec::new(),
+            };
+            return (analysis, None);
+        }
+    };
+    let mut errors = Vec::new();
+    template.visit(|node| {
+        if let parse::Node::Output { filters, at, .. } = node {
+            for filter in filters {
+                if !FILTERS.contains(&filter.as_str()) {
+                    errors.push((format!("Unknown forge-v1 filter: {filter}"), *at));
+                }
+            }
+        }
+    });
+    let errors = errors
+        .into_iter()
+        .map(|(message, at)| TemplateError {
+            message,
+            span: Some(cursor.span(at)),
+        })
+        .collect();
+    let dependencies = spanned_dependencies(&template)
+        .into_iter()
+        .map(|(path, ats)| Dependency {
+            path,
+            spans: ats.into_iter().map(|at| cursor.span(at)).collect(),
+        })
+        .collect();
+    let analysis = Analysis {
+        errors,
+        dependencies,
+    };
+    (analysis, Some(template))
+}
+
+/// [`render_text_all`] with spans: the analysis errors of [`analyze_text`], else the scope check,
+/// else the render error with the span of the tag that failed.
+pub fn render_checked(
+    text: &str,
+    scope: &Scope,
+    macros: &mut MacroContext,
+) -> Result<String, Vec<TemplateError>> {
+    let (analysis, template) = analyze_parsed(text);
+    let template = match template {
+        Some(template) if analysis.errors.is_empty() => template,
+        _ => return Err(analysis.errors),
+    };
+    if let Some(message) = scope_error(scope) {
+        return Err(vec![TemplateError {
+            message,
+            span: None,
+        }]);
+    }
+    render(&template, scope, macros, OUTPUT_LIMIT).map_err(|e| {
+        vec![TemplateError {
+            message: format!("forge-v1 render error: {}", e.message),
+            span: e.at.map(|at| Utf16Cursor::new(text).span(at)),
+        }]
+    })
+}
+
+/// `forge-v1 compile error: scope <name> must be an object.` when the scope is malformed.
+fn scope_error(scope: &Scope) -> Option<String> {
+    [
+        ("runtime", &scope.runtime),
+        ("parameters", &scope.parameters),
+    ]
+    .into_iter()
+    .find(|(_, value)| !value.is_object())
+    .map(|(name, _)| format!("forge-v1 compile error: scope {name} must be an object."))
 }
 
 /// Renders a parsed template with an output limit (UTF-16 code units). The error carries the
@@ -232,15 +409,8 @@ pub fn render_text_all(
         Ok(template) => template,
         Err(errors) => return Err(errors.clone()),
     };
-    for (name, value) in [
-        ("runtime", &scope.runtime),
-        ("parameters", &scope.parameters),
-    ] {
-        if !value.is_object() {
-            return Err(vec![format!(
-                "forge-v1 compile error: scope {name} must be an object."
-            )]);
-        }
+    if let Some(message) = scope_error(scope) {
+        return Err(vec![message]);
     }
     render(template, scope, macros, OUTPUT_LIMIT)
         .map_err(|e| vec![format!("forge-v1 render error: {}", e.message)])

@@ -19,17 +19,38 @@ pub struct Template {
 pub(crate) enum Node {
     /// Literal text, whitespace kept.
     Text(String),
-    /// `{{ path | filter | … }}`.
+    /// `{{ path | filter | … }}`; `at` is the tag's byte range.
     Output {
         path: Vec<String>,
         filters: Vec<String>,
+        at: ByteRange,
     },
-    /// `{% if … %}…{% else %}…{% endif %}`; bodies are indices into [`Template::lists`].
+    /// `{% if … %}…{% else %}…{% endif %}`; bodies are indices into [`Template::lists`]; `at` is
+    /// the byte range of the `{% if … %}` tag.
     If {
         predicate: Predicate,
         then_body: usize,
         else_body: Option<usize>,
+        at: ByteRange,
     },
+}
+
+/// A byte range of the template text, `start..end`.
+pub(crate) type ByteRange = (usize, usize);
+
+/// Why text is not a template: the spec message and the byte range it is about (the tag, or from
+/// an unclosed opener to the end).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParseFailure {
+    pub(crate) message: String,
+    pub(crate) at: ByteRange,
+}
+
+fn fail<T>(message: impl Into<String>, at: ByteRange) -> Result<T, ParseFailure> {
+    Err(ParseFailure {
+        message: message.into(),
+        at,
+    })
 }
 
 /// The condition of an `if` tag.
@@ -139,14 +160,17 @@ struct Frame {
     kind: FrameKind,
     /// The `if` node that owns this body: (list, index).
     owner: Option<(usize, usize)>,
+    /// The byte range of the `{% if %}` tag that opened this body.
+    opened_at: ByteRange,
 }
 
-pub(crate) fn parse_template(source: &str) -> Result<Template, String> {
+pub(crate) fn parse_template(source: &str) -> Result<Template, ParseFailure> {
     let mut lists: Vec<Vec<Node>> = vec![Vec::new()];
     let mut frames = vec![Frame {
         list: 0,
         kind: FrameKind::Top,
         owner: None,
+        opened_at: (0, 0),
     }];
     let mut outputs = Finder::new("{{");
     let mut statements = Finder::new("{%");
@@ -179,17 +203,20 @@ pub(crate) fn parse_template(source: &str) -> Result<Template, String> {
 
         if is_output {
             let Some(end) = output_ends.find(source, start) else {
-                return Err("Unclosed output tag {{".to_string());
+                return fail("Unclosed output tag {{", (start, source.len()));
             };
             let expression = js_trim(&source[start + 2..end]);
             index = end + 2;
-            lists[current].push(parse_output(expression)?);
+            let at = (start, index);
+            let (path, filters) =
+                parse_output(expression).map_err(|message| ParseFailure { message, at })?;
+            lists[current].push(Node::Output { path, filters, at });
             continue;
         }
 
         // The close is searched from the opener itself, so `{%}` closes on its own `%`.
         let Some(end) = statement_ends.find(source, start) else {
-            return Err("Unclosed forge-v1 tag".to_string());
+            return fail("Unclosed forge-v1 tag", (start, source.len()));
         };
         let raw = if end >= start + 2 {
             js_trim(&source[start + 2..end])
@@ -197,6 +224,7 @@ pub(crate) fn parse_template(source: &str) -> Result<Template, String> {
             ""
         };
         index = end + 2;
+        let at = (start, index);
 
         if raw == "else" || raw == "endif" {
             let frame = frames.last_mut().expect("the top frame is never popped");
@@ -214,13 +242,14 @@ pub(crate) fn parse_template(source: &str) -> Result<Template, String> {
                 (FrameKind::Then, "endif") | (FrameKind::Else, "endif") => {
                     frames.pop();
                 }
-                _ => return Err(format!("Unexpected {{% {raw} %}}")),
+                _ => return fail(format!("Unexpected {{% {raw} %}}"), at),
             }
             continue;
         }
 
         if let Some(rest) = raw.strip_prefix("if ") {
-            let predicate = parse_predicate(js_trim(rest))?;
+            let predicate =
+                parse_predicate(js_trim(rest)).map_err(|message| ParseFailure { message, at })?;
             let then_list = lists.len();
             lists.push(Vec::new());
             let owner = (current, lists[current].len());
@@ -228,26 +257,32 @@ pub(crate) fn parse_template(source: &str) -> Result<Template, String> {
                 predicate,
                 then_body: then_list,
                 else_body: None,
+                at,
             });
             frames.push(Frame {
                 list: then_list,
                 kind: FrameKind::Then,
                 owner: Some(owner),
+                opened_at: at,
             });
             continue;
         }
 
-        return Err(format!("Unsupported forge-v1 tag: {{% {raw} %}}"));
+        return fail(format!("Unsupported forge-v1 tag: {{% {raw} %}}"), at);
     }
 
-    match frames.last().map(|f| f.kind) {
-        Some(FrameKind::Then) => Err("Missing {% else %}".to_string()),
-        Some(FrameKind::Else) => Err("Missing {% endif %}".to_string()),
+    // An unclosed body points at the `{% if %}` that opened it.
+    match frames.last() {
+        Some(frame) if frame.kind == FrameKind::Then => fail("Missing {% else %}", frame.opened_at),
+        Some(frame) if frame.kind == FrameKind::Else => {
+            fail("Missing {% endif %}", frame.opened_at)
+        }
         _ => Ok(Template { lists }),
     }
 }
 
-fn parse_output(expression: &str) -> Result<Node, String> {
+/// The path and filters of an output tag's expression.
+fn parse_output(expression: &str) -> Result<(Vec<String>, Vec<String>), String> {
     if expression.is_empty() {
         return Err("Empty output tag {{}}".to_string());
     }
@@ -260,7 +295,7 @@ fn parse_output(expression: &str) -> Result<Node, String> {
         .filter(|part| !part.is_empty())
         .map(str::to_string)
         .collect();
-    Ok(Node::Output { path, filters })
+    Ok((path, filters))
 }
 
 fn parse_predicate(raw: &str) -> Result<Predicate, String> {

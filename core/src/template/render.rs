@@ -5,7 +5,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::macros::MacroContext;
-use super::parse::{Node, Predicate, Template};
+use super::parse::{ByteRange, Node, Predicate, Template};
 use super::{Scope, MAX_NESTING};
 use crate::js::{js_string, js_trim};
 use crate::json::{to_compact, utf16_len, write_string};
@@ -36,6 +36,8 @@ pub enum RenderErrorKind {
 pub struct RenderError {
     pub kind: RenderErrorKind,
     pub message: String,
+    /// The byte range of the tag being evaluated when it failed (innermost), if any.
+    pub(crate) at: Option<ByteRange>,
 }
 
 impl RenderError {
@@ -43,7 +45,14 @@ impl RenderError {
         RenderError {
             kind,
             message: message.into(),
+            at: None,
         }
+    }
+
+    /// Records `at` unless an inner tag already did.
+    fn within(mut self, at: ByteRange) -> Self {
+        self.at.get_or_insert(at);
+        self
     }
 }
 
@@ -299,10 +308,13 @@ impl Renderer<'_, '_, '_> {
                     out.push_str(text);
                     length += utf16_len(text);
                 }
-                Node::Output { path, filters } => {
-                    let mut value = self.evaluate(path, false)?.unwrap_or(Value::Null);
+                Node::Output { path, filters, at } => {
+                    let mut value = self
+                        .evaluate(path, false)
+                        .map_err(|e| e.within(*at))?
+                        .unwrap_or(Value::Null);
                     for filter in filters {
-                        value = apply_filter(filter, value)?;
+                        value = apply_filter(filter, value).map_err(|e| e.within(*at))?;
                     }
                     let text = value_to_string(Some(&value));
                     out.push_str(&text);
@@ -312,14 +324,17 @@ impl Renderer<'_, '_, '_> {
                     predicate,
                     then_body,
                     else_body,
+                    at,
                 } => {
-                    let branch = if self.predicate(predicate)? {
+                    let branch = if self.predicate(predicate).map_err(|e| e.within(*at))? {
                         Some(*then_body)
                     } else {
                         *else_body
                     };
                     if let Some(branch) = branch {
-                        length += self.list(branch, depth + 1, out)?;
+                        length += self
+                            .list(branch, depth + 1, out)
+                            .map_err(|e| e.within(*at))?;
                     }
                 }
             }

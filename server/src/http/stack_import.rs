@@ -26,7 +26,6 @@ const UNKNOWN_FORMAT: &str =
     "This file is neither a pi-forge prompt stack nor a SillyTavern chat-completion preset.";
 
 /// The id a SillyTavern import gets without `id` or a usable file name.
-const FALLBACK_ID: &str = "sillytavern-import";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -169,7 +168,7 @@ fn convert(
     match format {
         Format::SillyTavern => {
             let id = id.unwrap_or_else(|| {
-                sillytavern::slugify(fallback_id(file_name.as_deref().unwrap_or("")), FALLBACK_ID)
+                sillytavern::default_stack_id(file_name.as_deref().unwrap_or(""))
             });
             let options = ImportOptions {
                 id,
