@@ -183,15 +183,6 @@ fn print_list(list: &PayloadList) {
     }
 }
 
-fn status_word(status: BlockStatus) -> &'static str {
-    match status {
-        BlockStatus::Same => "same",
-        BlockStatus::Added => "added",
-        BlockStatus::Removed => "removed",
-        BlockStatus::Modified => "modified",
-    }
-}
-
 fn print_diff(d: &RunDiff) {
     let from = d.from.as_ref().map_or("(nothing)", |f| f.turn_id.as_str());
     let s = &d.diff.summary;
@@ -222,7 +213,7 @@ fn print_diff(d: &RunDiff) {
         let key = side.map_or("", |x| x.key.as_str());
         println!(
             "{:<9} {key}  ~{:+} tokens",
-            status_word(b.status),
+            b.status.as_str(),
             b.token_delta
         );
         if b.status == BlockStatus::Modified {

@@ -22,7 +22,7 @@ use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
 use crate::api::{self, Method};
-use crate::preview::{diff_view, Dock};
+use crate::preview::{diff_view, layout_controls, Dock};
 use crate::state::{self, App, Surface, Tone};
 
 /// What capture cannot see, said wherever captures are shown.
@@ -861,15 +861,6 @@ fn text_view(root: &Value) -> impl IntoView {
 // ---------------------------------------------------------------------------------------------
 // The run diff
 
-fn status_word(status: BlockStatus) -> &'static str {
-    match status {
-        BlockStatus::Same => "same",
-        BlockStatus::Added => "added",
-        BlockStatus::Removed => "removed",
-        BlockStatus::Modified => "modified",
-    }
-}
-
 /// The run diff of `state`. With `pick`, selects choose both ends.
 #[component]
 pub fn RunDiffPanel(state: RunDiffState, #[prop(optional)] pick: bool) -> impl IntoView {
@@ -909,12 +900,7 @@ pub fn RunDiffPanel(state: RunDiffState, #[prop(optional)] pick: bool) -> impl I
                 </div>
             })}
             <div class="row diff-options">
-                <div class="seg" role="group" aria-label="Diff layout">
-                    <button class="seg-button unified" class:current=move || !dock.split.get() on:click=move |_| dock.split.set(false)>"Unified"</button>
-                    <button class="seg-button split" class:current=move || dock.split.get() on:click=move |_| dock.split.set(true)>"Split"</button>
-                </div>
-                <label class="check"><input type="checkbox" name="changes-only" prop:checked=move || dock.changes_only.get()
-                    on:change=move |e| dock.changes_only.set(event_target_checked(&e))/>"Changes only"</label>
+                {layout_controls(dock)}
                 <label class="check"><input type="checkbox" name="show-same" prop:checked=move || state.show_same.get()
                     on:change=move |e| state.show_same.set(event_target_checked(&e))/>"Show unchanged"</label>
             </div>
@@ -974,7 +960,7 @@ fn run_diff_view(d: RunDiff, split: bool, changes_only: bool, show_same: bool) -
         .into_iter()
         .filter(|b| show_same || b.status != BlockStatus::Same)
         .map(|b| {
-            let status = status_word(b.status);
+            let status = b.status.as_str();
             let side = b.after.as_ref().or(b.before.as_ref());
             let key = side.map(|x| x.key.clone()).unwrap_or_default();
             let role = side.map(|x| x.role.clone()).unwrap_or_default();

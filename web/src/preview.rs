@@ -276,12 +276,7 @@ fn DraftDiff() -> impl IntoView {
     view! {
         <div class="draft-diff">
             <div class="row diff-options">
-                <div class="seg" role="group" aria-label="Diff layout">
-                    <button class="seg-button unified" class:current=move || !dock.split.get() on:click=move |_| dock.split.set(false)>"Unified"</button>
-                    <button class="seg-button split" class:current=move || dock.split.get() on:click=move |_| dock.split.set(true)>"Split"</button>
-                </div>
-                <label class="check"><input type="checkbox" name="changes-only" prop:checked=move || dock.changes_only.get()
-                    on:change=move |e| dock.changes_only.set(event_target_checked(&e))/>"Changes only"</label>
+                {layout_controls(dock)}
             </div>
             {move || match body() {
                 None => view! { <p class="muted">"Comparing with the saved version…"</p> }.into_any(),
@@ -299,7 +294,7 @@ fn DraftDiff() -> impl IntoView {
                             if delta >= 0 { "+" } else { "" }, delta
                         )}</p>
                         {diff.blocks.into_iter().filter(|b| b.status != BlockStatus::Same).map(|b| {
-                            let status = match b.status { BlockStatus::Added => "added", BlockStatus::Removed => "removed", BlockStatus::Modified => "modified", BlockStatus::Same => "same" };
+                            let status = b.status.as_str();
                             let old = b.before.as_ref().map(|x| x.text.clone()).unwrap_or_default();
                             let new = b.after.as_ref().map(|x| x.text.clone()).unwrap_or_default();
                             let title = b.after.as_ref().or(b.before.as_ref()).map(|x| x.key.clone()).unwrap_or_default();
@@ -353,6 +348,19 @@ fn sign(tag: LineTag) -> &'static str {
         LineTag::Same => " ",
         LineTag::Removed => "−",
         LineTag::Added => "+",
+    }
+}
+
+/// Unified/Split and "Changes only": the line-diff layout every diff view shares (kept on the
+/// dock, so all diff views follow one choice).
+pub fn layout_controls(dock: Dock) -> impl IntoView {
+    view! {
+                <div class="seg" role="group" aria-label="Diff layout">
+                    <button class="seg-button unified" class:current=move || !dock.split.get() on:click=move |_| dock.split.set(false)>"Unified"</button>
+                    <button class="seg-button split" class:current=move || dock.split.get() on:click=move |_| dock.split.set(true)>"Split"</button>
+                </div>
+                <label class="check"><input type="checkbox" name="changes-only" prop:checked=move || dock.changes_only.get()
+                    on:change=move |e| dock.changes_only.set(event_target_checked(&e))/>"Changes only"</label>
     }
 }
 

@@ -124,6 +124,18 @@ pub enum BlockStatus {
     Modified,
 }
 
+impl BlockStatus {
+    /// The wire name: `same`, `added`, `removed`, `modified`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockStatus::Same => "same",
+            BlockStatus::Added => "added",
+            BlockStatus::Removed => "removed",
+            BlockStatus::Modified => "modified",
+        }
+    }
+}
+
 /// One aligned pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
