@@ -255,3 +255,122 @@ fn an_untrusted_project_never_auto_activates_and_keeps_the_branch_choice() {
     assert_eq!(welcome["activeStackId"], Value::Null);
     assert_eq!(welcome["entries"], json!([]));
 }
+
+impl Host {
+    fn send(&self, method: reqwest::Method, path: &str, body: &str) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .request(method, self.server.url(path))
+            .header("x-pi-forge-token", &self.server.token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        let status = response.status();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+}
+
+#[test]
+fn payload_routes_redact_refuse_bad_input_and_name_missing_turns() {
+    use reqwest::Method;
+    let h = Host::new();
+    let (_, welcome) = h.post("/api/host/hello", &hello("s1").to_string());
+    let id = welcome["hostId"].as_str().unwrap().to_string();
+    let path = format!("/api/host/{id}/payload");
+
+    let (status, body) = h.post(
+        &path,
+        &json!({"sessionId": "s1", "payload": {}}).to_string(),
+    );
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "Malformed payload message: missing field `seq`."
+    );
+    let stale = json!({"sessionId": "old", "seq": 1, "payload": {}});
+    let (status, body) = h.post(&path, &stale.to_string());
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["code"], "stale_session");
+    let (_, list) = h.send(Method::GET, "/api/payloads", "");
+    assert_eq!(list["turns"], json!([]));
+
+    let request = json!({"model": "m", "apiKey": "sk-secret", "max_tokens": 5,
+        "messages": [{"role": "user", "content": "hi", "headers": {"Authorization": "Bearer sk-secret"}}]});
+    let capture = json!({"sessionId": "s1", "seq": 1, "provider": "p", "model": "m", "dropped": 2, "payload": request});
+    let (status, answer) = h.post(&path, &capture.to_string());
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["turnId"], "turn-1");
+    assert_eq!(answer["armed"], Value::Null);
+    let (status, stored) = h.send(Method::GET, "/api/payloads/turn-1", "");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        stored,
+        json!({"model": "m", "apiKey": "[redacted]", "max_tokens": 5,
+            "messages": [{"role": "user", "content": "hi", "headers": {"Authorization": "[redacted]"}}]})
+    );
+    assert_eq!(answer["bytes"], stored.to_string().len());
+    let (_, list) = h.send(Method::GET, "/api/payloads", "");
+    assert_eq!(list["dropped"], 2);
+    assert!(!list.to_string().contains("sk-secret"));
+
+    let usage = json!({"sessionId": "s1", "seq": 1, "input": 7, "output": 1, "cacheRead": 0, "cacheWrite": 0});
+    let (status, _) = h.post(&format!("/api/host/{id}/usage"), &usage.to_string());
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, list) = h.send(Method::GET, "/api/payloads", "");
+    assert_eq!(list["turns"][0]["usage"]["promptTokens"], 7);
+    assert_eq!(list["turns"][0]["usage"]["cacheReporting"], "not-reported");
+
+    let (status, body) = h.send(Method::GET, "/api/payloads/turn-9", "");
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "unknown_turn");
+    assert_eq!(
+        body["error"],
+        "No captured turn turn-9 in this session (the history keeps the last 20 turns)."
+    );
+    let (status, body) = h.send(Method::POST, "/api/payloads/arm", r#"{"by": "robot"}"#);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "by must be \"web\", \"pi\" or \"cli\", not \"robot\"."
+    );
+    let (status, body) = h.send(Method::POST, "/api/payloads/arm", r#"{"save": "yes"}"#);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "Malformed arm request: invalid type: string \"yes\", expected a boolean."
+    );
+
+    let (status, cleared) = h.send(Method::DELETE, "/api/payloads", "");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cleared["turns"], json!([]));
+    let (status, body) = h.send(Method::GET, "/api/payloads/diff", "");
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "no_captures");
+}
+
+#[test]
+fn an_untrusted_project_never_saves_captures() {
+    use reqwest::Method;
+    let dirs = Dirs::new();
+    let server = Server::start(&dirs, &["--untrusted"], &[]);
+    let h = Host {
+        _dirs: dirs,
+        server,
+        client: Client::new(),
+    };
+    let (status, body) = h.send(Method::POST, "/api/payloads/arm", r#"{"save": true}"#);
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["error"],
+        "Project is not trusted; refusing to save captured payloads."
+    );
+    let (status, body) = h.send(Method::POST, "/api/payloads/turn-1/save", "");
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["code"], "untrusted_project");
+    // Arming without saving is fine anywhere.
+    let (status, list) = h.send(Method::POST, "/api/payloads/arm", "{}");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list["armed"]["by"], "web");
+    assert!(!h._dirs.project().join(".pi/forge/payloads").exists());
+}
