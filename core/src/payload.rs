@@ -241,7 +241,7 @@ impl PayloadStore {
         }
         let usage = self.history.record_usage_for(request_seq, report)?;
         if let Some(latest) = &mut self.latest {
-            if latest.summary.capture.request_seq == Some(request_seq) {
+            if latest.summary.request_seq == Some(request_seq) {
                 latest.summary.usage = Some(usage.clone());
             }
         }

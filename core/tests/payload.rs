@@ -172,7 +172,7 @@ fn captures_pair_usage_by_request_and_report_cache_only_once_seen() {
     );
     assert_eq!(first.summary.turn_id, "turn-1");
     assert_eq!(
-        first.summary.capture.bytes,
+        first.summary.bytes,
         request(1, &[("user", "one")]).to_string().len()
     );
     assert!(first.armed.is_none());

@@ -146,8 +146,8 @@ fn print_list(list: &PayloadList) {
     for t in &list.turns {
         let model = format!(
             "{}/{}",
-            t.capture.provider.as_deref().unwrap_or("?"),
-            t.capture.model.as_deref().unwrap_or("?")
+            t.provider.as_deref().unwrap_or("?"),
+            t.model.as_deref().unwrap_or("?")
         );
         let (input, cached) = t
             .usage
@@ -160,7 +160,7 @@ fn print_list(list: &PayloadList) {
             t.turn_id,
             t.captured_at,
             model,
-            t.capture.bytes,
+            t.bytes,
             t.approx_tokens,
             input,
             cached,

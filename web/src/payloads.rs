@@ -307,7 +307,7 @@ fn usage_text(usage: Option<&Usage>) -> String {
 }
 
 fn model_of(t: &TurnSummary) -> String {
-    match (&t.capture.provider, &t.capture.model) {
+    match (&t.provider, &t.model) {
         (Some(p), Some(m)) => format!("{p}/{m}"),
         (None, Some(m)) => m.clone(),
         _ => "unknown model".into(),
@@ -400,7 +400,7 @@ pub fn PayloadsSurface() -> impl IntoView {
                             let is_pinned = pinned.as_deref() == Some(id.as_str());
                             let selected = move || p.selected.with(|s| s.as_deref() == Some(id2.as_str()));
                             let usage = t.usage.as_ref();
-                            let detail = format!("{} · {} · ~{} tokens", model_of(&t), size_text(t.capture.bytes), t.approx_tokens);
+                            let detail = format!("{} · {} · ~{} tokens", model_of(&t), size_text(t.bytes), t.approx_tokens);
                             let tokens = match usage {
                                 Some(u) => format!("in {} · cached {} · {}", u.prompt_tokens, u.cache_read, cache_text(usage)),
                                 None => "usage pending".into(),
@@ -490,7 +490,7 @@ fn CaptureDetail() -> impl IntoView {
         {move || summary().map(|t| view! {
             <p class="muted capture-meta">{format!(
                 "{} · {} · {} · {} · ~{} tokens (chars/4) · {}",
-                t.turn_id, t.captured_at, model_of(&t), size_text(t.capture.bytes), t.approx_tokens, usage_text(t.usage.as_ref())
+                t.turn_id, t.captured_at, model_of(&t), size_text(t.bytes), t.approx_tokens, usage_text(t.usage.as_ref())
             )}</p>
         })}
         {move || p.error.get().map(|e| view! { <p class="banner error">{e}</p> })}

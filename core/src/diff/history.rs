@@ -112,8 +112,21 @@ pub struct TurnSummary {
     pub changed_blocks: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    #[serde(flatten)]
-    pub capture: CaptureInfo,
+    // Where the request came from (see [`CaptureInfo`]); absent for turns that are not captures.
+    // Spelled out rather than `#[serde(flatten)]`, which would cost the browser bundle a
+    // buffering deserializer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_turn: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes: usize,
 }
 
 /// The newest turn with its diff against the turn before it.
@@ -178,7 +191,13 @@ impl TurnHistory {
         let blocks = extract_blocks(&payload);
         self.push(captured_at, stack_id, blocks);
         let entry = self.entries.back_mut().expect("just pushed");
-        entry.summary.capture = info;
+        let summary = &mut entry.summary;
+        summary.request_seq = info.request_seq;
+        summary.pi_turn = info.pi_turn;
+        summary.provider = info.provider;
+        summary.model = info.model;
+        summary.api = info.api;
+        summary.bytes = info.bytes;
         entry.payload = Some(Arc::new(payload));
         entry
     }
@@ -207,7 +226,12 @@ impl TurnHistory {
             prefix_ratio: diff.prefix_ratio,
             changed_blocks: diff.summary.changed_blocks,
             usage: None,
-            capture: CaptureInfo::default(),
+            request_seq: None,
+            pi_turn: None,
+            provider: None,
+            model: None,
+            api: None,
+            bytes: 0,
         };
         self.latest_diff = Some(diff);
         self.entries.push_back(Entry {
@@ -286,7 +310,7 @@ impl TurnHistory {
             .entries
             .iter_mut()
             .rev()
-            .find(|e| e.summary.capture.request_seq == Some(request_seq))?;
+            .find(|e| e.summary.request_seq == Some(request_seq))?;
         if entry.summary.usage.is_some() {
             return None;
         }

@@ -302,7 +302,7 @@ async fn host_payload(
     }
     Ok(ok_json(&json!({
         "turnId": captured.summary.turn_id,
-        "bytes": captured.summary.capture.bytes,
+        "bytes": captured.summary.bytes,
         "approxTokens": captured.summary.approx_tokens,
         "armed": captured.armed.map(|a| a.by),
         "saved": saved,
