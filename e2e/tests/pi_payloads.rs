@@ -318,10 +318,36 @@ fn capturing_never_changes_the_request() {
     let (_, list) = ws.api("GET", "/api/payloads", "");
     assert_eq!(list["turns"], serde_json::json!([]), "nothing was captured");
     pi.quit();
-    // Session 2: capture on (the default).
+    // Session 2: capture on (the default), armed from Pi with save.
     let mut pi = ws.pi(&[]);
     pi.connected();
+    assert_eq!(
+        pi.command("/forge payload next save"),
+        "pi-forge: the next provider request will be captured and saved to .pi/forge/payloads/"
+    );
     pi.prompt("the same question");
+    let is_note = |e: &Value| {
+        e["method"] == "notify"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("pi-forge: captured turn-1 ("))
+    };
+    // The notification may come before or after the agent settles.
+    let note = match pi.seen.iter().find(|e| is_note(e)).cloned() {
+        Some(note) => note,
+        None => pi.wait("the capture notification", is_note),
+    };
+    let note = note["message"].as_str().unwrap().to_string();
+    let saved_dir = ws.project().join(".pi/forge/payloads");
+    assert!(
+        note.contains(&format!(
+            " · saved to {}/pi-forge-turn-1-",
+            saved_dir.display()
+        )),
+        "{note}"
+    );
+    let saved: Vec<_> = std::fs::read_dir(&saved_dir).unwrap().flatten().collect();
+    assert_eq!(saved.len(), 1);
     captures(&ws, 1);
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 2);
@@ -335,6 +361,17 @@ fn capturing_never_changes_the_request() {
     };
     assert_eq!(strip(&bodies[0]), strip(&bodies[1]));
     assert!(bodies[1].to_string().contains("the same question"));
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(saved[0].path()).unwrap()).unwrap();
+    assert_eq!(to_canonical(&saved), to_canonical(&redact(&bodies[1])));
+    assert_eq!(
+        pi.command("/forge payload clear"),
+        "pi-forge: captures cleared"
+    );
+    assert_eq!(
+        ws.api("GET", "/api/payloads", "").1["turns"],
+        serde_json::json!([])
+    );
 }
 
 /// The Payloads surface against a live Pi: arm from the browser, the capture appears without a
@@ -437,6 +474,21 @@ async fn the_browser_arms_inspects_searches_downloads_and_diffs() {
         )
         .await;
     browser.screenshot("payload-run-diff").await;
+    // The same view in the Preset dock, next to Compiled and Draft diff.
+    browser.click_text(".surface-tab", "Presets").await;
+    browser
+        .click(".stack-row[data-selector='project:probe']")
+        .await;
+    browser.click("button.preview-toggle").await;
+    browser.click(".dock .dock-run").await;
+    browser
+        .wait_count(".dock .run-diff .diff-block.added", 2)
+        .await;
+    browser
+        .wait_text(".dock .run-meta .diff-summary", "turn-1 → turn-2")
+        .await;
+    browser.click(".dock button.open-payloads").await;
+    browser.wait_css(".payloads .tab-diff.current").await;
     // Phone width: no horizontal overflow.
     browser.viewport(390, 844).await;
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
