@@ -18,7 +18,9 @@ use crate::json::{object, parse_bytes, to_compact, to_pretty, type_name, utf16_l
 use crate::shape::{check_header, optional_string, required_id, unsupported_keys};
 
 pub mod binding;
+pub mod events;
 pub mod snapshot;
+pub mod tools;
 
 pub use binding::{
     effective_capability, effective_from_parsed, parse_bindings, Binding, ContentOverride,

@@ -5,52 +5,16 @@ use serde_json::{Map, Value};
 use crate::runtime::{RuntimeSnapshot, SkillInfo};
 use crate::stack::{ItemBody, Policy, PromptStack};
 
-/// The tools the model gets: the capabilities spec §B9 calculation without capability patches.
-///
-/// - the source set is the active tools (which are registered by construction);
-/// - `initial`, when present, replaces it: its names in their order, unregistered ones skipped;
-/// - otherwise an effective policy filters the source set, or the whole registry for a selective
-///   `allow` (non-empty, without `*`);
-/// - an effective policy is applied once more at the end, so `initial` never escapes the ceiling.
+/// The tools the model gets: the capabilities spec §B9 calculation
+/// ([`effective_tools`](crate::capability::tools::effective_tools)) with the runtime's active
+/// tools as the baseline and no capability patches.
 pub(crate) fn select_tools(runtime: &RuntimeSnapshot, policy: Option<&Policy>) -> Vec<String> {
-    let registered = unique(runtime.registered_tool_names());
-    let active = unique(runtime.active_tool_names());
-    let Some(policy) = policy else {
-        return active.into_iter().map(str::to_string).collect();
-    };
-    let base: Vec<&str> = if let Some(initial) = &policy.initial {
-        let mut names: Vec<&str> = Vec::new();
-        for name in initial {
-            if registered.contains(&name.as_str()) && !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
-        names
-    } else if policy.is_effective() {
-        let from = if policy.is_selective_allow() {
-            &registered
-        } else {
-            &active
-        };
-        policy.apply(from)
-    } else {
-        active
-    };
-    policy
-        .apply(&base)
+    let registered = runtime.registered_tool_names();
+    let active = runtime.active_tool_names();
+    crate::capability::tools::effective_tools(policy, &registered, &active, &[])
         .into_iter()
         .map(str::to_string)
         .collect()
-}
-
-fn unique(names: Vec<&str>) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::with_capacity(names.len());
-    for name in names {
-        if !out.contains(&name) {
-            out.push(name);
-        }
-    }
-    out
 }
 
 /// Skills the model may see: not `disableModelInvocation`, and let through by the skills policy.
