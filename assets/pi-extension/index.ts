@@ -502,6 +502,8 @@ export default function piForge(pi: ExtensionAPI) {
 					signal: AbortSignal.timeout(10000),
 				});
 				const text = await response.text();
+				// A capture the server refused (too large, say) is lost like a dropped one: count it.
+				if (item.kind === "payload" && !response.ok) dropped += 1;
 				if (item.kind === "payload" && response.ok && ctxNow?.hasUI) {
 					const answer = JSON.parse(text) as Obj;
 					if (answer.armed === "pi") {

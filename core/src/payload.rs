@@ -128,7 +128,8 @@ pub struct PayloadList {
     pub armed: Option<Armed>,
     /// The pinned capture (the last armed one), even after it left the history.
     pub latest: Option<TurnSummary>,
-    /// Requests the host could not forward because its queue was full.
+    /// Requests the host could not deliver: its queue was full, or the server refused them (for
+    /// example over the body limit).
     pub dropped: u64,
     /// How many turns the history keeps.
     pub limit: usize,

@@ -177,7 +177,7 @@ fn print_list(list: &PayloadList) {
     }
     if list.dropped > 0 {
         println!(
-            "{} request(s) were not captured: the bridge's queue was full.",
+            "{} request(s) were not captured (the bridge's queue was full, or a request was too large).",
             list.dropped
         );
     }

@@ -420,7 +420,7 @@ pub fn PayloadsSurface() -> impl IntoView {
                     }}
                 </ul>
                 {move || p.list.with(|l| l.as_ref().filter(|l| l.dropped > 0).map(|l| view! {
-                    <p class="muted">{format!("{} request(s) were not captured: the bridge's queue was full.", l.dropped)}</p>
+                    <p class="muted">{format!("{} request(s) were not captured (the bridge's queue was full, or a request was too large).", l.dropped)}</p>
                 }))}
                 <p class="muted blind-spots">{BLIND_SPOTS}</p>
             </aside>
