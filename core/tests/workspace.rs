@@ -844,3 +844,236 @@ fn profile_stack_references_are_checked_on_load() {
     );
     assert_eq!(find("fine"), vec![]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16: special and huge files (point 4), writes (point 5)
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_a_resource_path_is_refused_without_blocking() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "alpha.json", &stack_json("alpha", ""));
+    let fifo = f.project.join(".pi/forge/prompt-stacks/pipe.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening the FIFO would block until a writer appears; the load must not.
+    let ws = f.load();
+    let pipe = ws
+        .stacks
+        .iter()
+        .find(|s| s.file.name() == "pipe.json")
+        .unwrap();
+    assert_eq!(pipe.revision, "");
+    assert_eq!(
+        pipe.unreadable(),
+        Some(format!("Failed to read prompt stack: pipe.json: it is not a regular file").as_str())
+    );
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "pipe.json").unwrap();
+    let err = f.store().read(&file, 1024).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Refusing unsafe path: {} is not a regular file (it is a named pipe)",
+            fifo.display()
+        )
+    );
+    assert_eq!(ws.stacks.iter().filter(|s| s.usable()).count(), 1);
+}
+
+#[test]
+fn the_pre_save_check_refuses_a_huge_file_unread() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "big.json", "");
+    let big = vec![b' '; (workspace::MAX_FILE_BYTES + 1) as usize];
+    std::fs::write(&path, &big).unwrap();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "big.json").unwrap();
+    let err = f
+        .store()
+        .update(&file, &revision(&big), b"{}\n")
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::TooLarge {
+            path: path.display().to_string(),
+            limit: workspace::MAX_FILE_BYTES
+        }
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), big.len() as u64);
+}
+
+#[test]
+fn an_unreadable_file_cannot_be_saved_or_deleted_and_says_why() {
+    use forge_core::workspace::service;
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "big.json", "");
+    std::fs::write(&path, vec![b' '; (workspace::MAX_FILE_BYTES + 1) as usize]).unwrap();
+    let ws = f.load();
+    let reason = format!(
+        "Failed to read prompt stack: {} is larger than {} bytes",
+        path.display(),
+        workspace::MAX_STACK_BYTES
+    );
+    assert_eq!(ws.stacks[0].unreadable(), Some(reason.as_str()));
+    let selector = parse_selector("project:big").unwrap();
+    let store = f.store();
+    let body = serde_json::json!({"id": "big", "items": []});
+    let err = service::update(
+        &store,
+        &ws,
+        workspace::Kind::Stack,
+        &selector,
+        Some(""),
+        &body,
+    )
+    .unwrap_err();
+    assert_eq!((err.status(), err.code()), (409, "unreadable"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} cannot be changed from pi-forge: {reason}",
+            path.display()
+        )
+    );
+    let err =
+        service::delete(&store, &ws, workspace::Kind::Stack, &selector, Some("")).unwrap_err();
+    assert_eq!(err.code(), "unreadable");
+}
+
+#[test]
+fn create_without_hard_links_is_complete_and_never_overwrites() {
+    let f = Fixture::new();
+    let store = f.store();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    store.inject_fault(Some(Fault::NoHardLinks));
+    assert_eq!(
+        store.create(&file, b"first\n").unwrap(),
+        revision(b"first\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("alpha.json")).unwrap(),
+        "first\n"
+    );
+    store.inject_fault(Some(Fault::NoHardLinks));
+    assert_eq!(
+        store.create(&file, b"second\n").unwrap_err().code(),
+        "exists"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("alpha.json")).unwrap(),
+        "first\n"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, vec!["alpha.json".to_string()]);
+}
+
+#[cfg(unix)]
+#[test]
+fn update_keeps_the_file_mode() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "old\n");
+    set_mode(&path, 0o640);
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    f.store()
+        .update(&file, &revision(b"old\n"), b"new\n")
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    assert_eq!(mode(&path), 0o640);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_is_never_replaced_or_deleted() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "old\n");
+    set_mode(&path, 0o444);
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let store = f.store();
+    let err = store
+        .update(&file, &revision(b"old\n"), b"new\n")
+        .unwrap_err();
+    assert_eq!(err, StoreError::ReadOnly(path.display().to_string()));
+    assert_eq!(
+        err.to_string(),
+        format!("{} is read-only; pi-forge does not replace a file you made read-only (make it writable, then save again)", path.display())
+    );
+    assert_eq!(
+        store.delete(&file, &revision(b"old\n")).unwrap_err().code(),
+        "read_only"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    assert_eq!(mode(&path), 0o444);
+}
+
+#[test]
+fn stale_temp_files_of_our_naming_are_cleaned_at_start() {
+    let f = Fixture::new();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    f.stack(Scope::Project, "alpha.json", "keep\n");
+    let old = std::time::SystemTime::now() - workspace::STALE_TEMP_AGE * 2;
+    let write = |name: &str, modified: std::time::SystemTime| {
+        let path = dir.join(name);
+        std::fs::write(&path, "x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        path
+    };
+    let stale = write(".alpha.json.4242-7.tmp", old);
+    // A temp file being written right now by another process, and files that are not ours.
+    write(".alpha.json.4243-0.tmp", std::time::SystemTime::now());
+    write(".notes.tmp", old);
+    write(".alpha.json.tmp", old);
+    let global_stale = {
+        let d = f.global.join("agent-profiles");
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(".fast.json.17-0.tmp");
+        std::fs::write(&p, "x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        p
+    };
+    let removed = f.store().clean_stale_temps();
+    assert_eq!(removed, vec![stale, global_stale]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            ".alpha.json.4243-0.tmp",
+            ".alpha.json.tmp",
+            ".notes.tmp",
+            "alpha.json"
+        ]
+    );
+    assert!(workspace::is_temp_name(".a.json.1-2.tmp"));
+    assert!(!workspace::is_temp_name(".a.json.x-2.tmp"));
+}

@@ -433,6 +433,10 @@ async fn serve_async(
     state_path: Option<PathBuf>,
 ) -> Result<()> {
     let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    // Temp files a crashed write left behind (of our own naming, never a resource file).
+    for path in store.clean_stale_temps() {
+        eprintln!("pi-forge: removed a stale temp file: {}", path.display());
+    }
 
     // Watch before the first load, so nothing that changes in between is missed.
     let reloader = Arc::new(Reloader::default());

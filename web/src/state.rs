@@ -85,6 +85,9 @@ pub struct Loaded {
     /// The file's JSON (`Null` when the file is not JSON).
     pub saved: Value,
     pub server_diagnostics: Vec<Value>,
+    /// Why the file could not be read (too large, not a regular file, …): the editor shows it
+    /// read-only with this reason.
+    pub unreadable: Option<String>,
 }
 
 /// A save refused because the file changed: what is on disk now.
@@ -250,7 +253,8 @@ impl StackEditor {
     }
 
     pub fn can_save(&self) -> bool {
-        self.loaded.with(Option::is_some)
+        self.loaded
+            .with(|l| l.as_ref().is_some_and(|l| l.unreadable.is_none()))
             && self.dirty.get()
             && self.errors.get() == 0
             && !self.busy.get()
@@ -472,6 +476,10 @@ fn loaded_from(view: &Value) -> Loaded {
         revision: s(view, "revision"),
         saved: view.get("stack").cloned().unwrap_or(Value::Null),
         server_diagnostics: arr(view, "diagnostics").to_vec(),
+        unreadable: view
+            .get("unreadable")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     }
 }
 

@@ -129,6 +129,8 @@ pub enum StoreError {
     },
     #[error("{path} is larger than {limit} bytes")]
     TooLarge { path: String, limit: u64 },
+    #[error("{0} is read-only; pi-forge does not replace a file you made read-only (make it writable, then save again)")]
+    ReadOnly(String),
     #[error("Cannot access {path}: {message}")]
     Io { path: String, message: String },
     #[error("No {0} directory is configured")]
@@ -143,6 +145,7 @@ impl StoreError {
             StoreError::Missing(_) => "not_found",
             StoreError::Conflict { .. } => "stale_revision",
             StoreError::TooLarge { .. } => "too_large",
+            StoreError::ReadOnly(_) => "read_only",
             StoreError::Io { .. } => "io",
             StoreError::NoAnchor(_) => "no_anchor",
         }
@@ -186,6 +189,8 @@ fn sort_utf16(names: &mut [String]) {
 pub enum Fault {
     /// Write and fsync the temp file, then stop as if the process died before the rename.
     CrashBeforeRename,
+    /// Behave as on a filesystem without hard links (FAT, some network mounts) for one create.
+    NoHardLinks,
 }
 
 /// The real store: files under the project's cwd and the global forge root.
@@ -270,14 +275,24 @@ impl FsStore {
         self.fault.lock().ok().and_then(|mut f| f.take())
     }
 
+    /// Reads at most `limit` bytes of a regular file. The type is checked before opening, so a
+    /// FIFO or a device at a resource path is refused instead of blocking the thread.
     fn read_path(path: &Path, limit: u64) -> Result<Vec<u8>, StoreError> {
         let display = path.display().to_string();
+        let before = fs::metadata(path).map_err(|e| io_or_missing(&display, e))?;
+        if !before.is_file() {
+            return Err(not_regular(&display, &before));
+        }
+        if before.len() > limit {
+            return Err(StoreError::TooLarge {
+                path: display,
+                limit,
+            });
+        }
         let file = fs::File::open(path).map_err(|e| io_or_missing(&display, e))?;
         let meta = file.metadata().map_err(|e| io_err(&display, e))?;
         if !meta.is_file() {
-            return Err(StoreError::InvalidPath(format!(
-                "{display} is not a regular file"
-            )));
+            return Err(not_regular(&display, &meta));
         }
         if meta.len() > limit {
             return Err(StoreError::TooLarge {
@@ -298,8 +313,14 @@ impl FsStore {
         Ok(bytes)
     }
 
-    /// Writes `bytes` to a temp file in `dir`, fsyncs it and returns its path.
-    fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+    /// Writes `bytes` to a temp file in `dir` (with `permissions`, when given), fsyncs it and
+    /// returns its path. The name is `.<name>.<pid>-<n>.tmp` ([`is_temp_name`]).
+    fn write_temp(
+        dir: &Path,
+        name: &str,
+        bytes: &[u8],
+        permissions: Option<fs::Permissions>,
+    ) -> Result<PathBuf, StoreError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -311,7 +332,13 @@ impl FsStore {
             .create_new(true)
             .open(&temp)
             .map_err(|e| io_err(&display, e))?;
-        let result = out.write_all(bytes).and_then(|_| out.sync_all());
+        let result = out
+            .write_all(bytes)
+            .and_then(|_| match permissions {
+                Some(permissions) => out.set_permissions(permissions),
+                None => Ok(()),
+            })
+            .and_then(|_| out.sync_all());
         if let Err(e) = result {
             let _ = fs::remove_file(&temp);
             return Err(io_err(&display, e));
@@ -326,9 +353,112 @@ impl FsStore {
         }
     }
 
+    /// The revision of the file as it is now; files over [`MAX_FILE_BYTES`] are refused, not read.
     fn current_revision(path: &Path) -> Result<String, StoreError> {
-        Ok(revision(&Self::read_path(path, u64::MAX)?))
+        Ok(revision(&Self::read_path(path, MAX_FILE_BYTES)?))
     }
+
+    /// Removes temp files of pi-forge's own naming ([`is_temp_name`]) that a crashed write left
+    /// in the resource directories: those of other processes, older than [`STALE_TEMP_AGE`].
+    /// Returns the paths removed. Best effort: an unreadable directory is skipped.
+    pub fn clean_stale_temps(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        let own = format!(".{}-", std::process::id());
+        let now = std::time::SystemTime::now();
+        for scope in [Scope::Project, Scope::Global] {
+            for dir in [
+                Dir::Stacks,
+                Dir::LegacyStacks,
+                Dir::Profiles,
+                Dir::Capabilities,
+                Dir::Root,
+                Dir::Payloads,
+            ] {
+                let Ok(path) = self.dir_path(scope, dir) else {
+                    continue;
+                };
+                let Ok(entries) = fs::read_dir(&path) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let Ok(name) = entry.file_name().into_string() else {
+                        continue;
+                    };
+                    if !is_temp_name(&name) || name.contains(&own) {
+                        continue;
+                    }
+                    let Ok(meta) = entry.metadata() else {
+                        continue;
+                    };
+                    let old = meta
+                        .modified()
+                        .ok()
+                        .and_then(|m| now.duration_since(m).ok())
+                        .is_some_and(|age| age >= STALE_TEMP_AGE);
+                    if meta.is_file() && old && fs::remove_file(entry.path()).is_ok() {
+                        removed.push(entry.path());
+                    }
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The largest file any store operation reads: the largest resource pi-forge loads
+/// ([`super::MAX_STACK_BYTES`]). The pre-save revision check refuses larger files unread.
+pub const MAX_FILE_BYTES: u64 = super::MAX_STACK_BYTES;
+
+/// How old a temp file of another process must be before [`FsStore::clean_stale_temps`] takes it
+/// for a crash's leftover (a write takes milliseconds).
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `.<name>.json.<pid>-<n>.tmp`: the temp files [`FsStore`] writes.
+pub fn is_temp_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    let Some((stem, counters)) = rest.rsplit_once('.') else {
+        return false;
+    };
+    let Some((pid, n)) = counters.split_once('-') else {
+        return false;
+    };
+    stem.ends_with(".json")
+        && !pid.is_empty()
+        && !n.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Why a path that should be a regular file is not one, naming what it is.
+fn not_regular(display: &str, meta: &fs::Metadata) -> StoreError {
+    let what = if meta.is_dir() {
+        "a directory"
+    } else {
+        special_kind(meta)
+    };
+    StoreError::InvalidPath(format!("{display} is not a regular file (it is {what})"))
+}
+
+#[cfg(unix)]
+fn special_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_meta: &fs::Metadata) -> &'static str {
+    "a special file"
 }
 
 fn io_err(path: &str, e: std::io::Error) -> StoreError {
@@ -399,33 +529,32 @@ impl Store for FsStore {
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir.display().to_string(), e))?;
         // Directories just created must not have been swapped for links meanwhile.
         self.check_safe(file)?;
-        let temp = Self::write_temp(&dir, &file.name, bytes)?;
-        if self.take_fault() == Some(Fault::CrashBeforeRename) {
+        let temp = Self::write_temp(&dir, &file.name, bytes, None)?;
+        let fault = self.take_fault();
+        if fault == Some(Fault::CrashBeforeRename) {
             return Err(io_err(&display, std::io::Error::other("simulated crash")));
         }
         // hard_link fails when the target exists: an exclusive create of complete content.
-        let linked = fs::hard_link(&temp, &target);
-        let _ = fs::remove_file(&temp);
-        match linked {
-            Ok(()) => {}
+        let linked = if fault == Some(Fault::NoHardLinks) {
+            Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+        } else {
+            fs::hard_link(&temp, &target)
+        };
+        let result = match linked {
+            Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::Exists(display))
+                Err(StoreError::Exists(display.clone()))
             }
-            // Filesystems without hard links: exclusive open, then write and fsync.
-            Err(_) => {
-                let mut out = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&target)
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::AlreadyExists => StoreError::Exists(display.clone()),
-                        _ => io_err(&display, e),
-                    })?;
-                out.write_all(bytes)
-                    .and_then(|_| out.sync_all())
-                    .map_err(|e| io_err(&display, e))?;
-            }
-        }
+            // Filesystems without hard links: rename the complete temp file into place, unless
+            // the name was taken meanwhile. Readers see no file or the whole file, never a part;
+            // a crash leaves only the temp file, which the next start removes.
+            Err(_) => match fs::symlink_metadata(&target) {
+                Ok(_) => Err(StoreError::Exists(display.clone())),
+                Err(_) => fs::rename(&temp, &target).map_err(|e| io_err(&display, e)),
+            },
+        };
+        let _ = fs::remove_file(&temp);
+        result?;
         Self::sync_dir(&dir);
         Ok(revision(bytes))
     }
@@ -435,9 +564,14 @@ impl Store for FsStore {
         let target = self.check_safe(file)?;
         let dir = self.dir_path(file.scope, file.dir)?;
         let display = target.display().to_string();
+        let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly(display));
+        }
         let current = Self::current_revision(&target)?;
         expect_revision(&display, expected, current)?;
-        let temp = Self::write_temp(&dir, &file.name, bytes)?;
+        // The new file keeps the old one's permissions (mode bits on Unix).
+        let temp = Self::write_temp(&dir, &file.name, bytes, Some(meta.permissions()))?;
         if self.take_fault() == Some(Fault::CrashBeforeRename) {
             return Err(io_err(&display, std::io::Error::other("simulated crash")));
         }
@@ -460,6 +594,10 @@ impl Store for FsStore {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         let target = self.check_safe(file)?;
         let display = target.display().to_string();
+        let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly(display));
+        }
         let current = Self::current_revision(&target)?;
         expect_revision(&display, expected, current)?;
         fs::remove_file(&target).map_err(|e| io_or_missing(&display, e))?;
