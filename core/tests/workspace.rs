@@ -575,7 +575,7 @@ fn oversized_file_is_refused_without_reading_it_all() {
 
 #[cfg(unix)]
 #[test]
-fn symlink_leaving_the_project_is_not_followed() {
+fn symlink_out_of_the_user_folders_is_read_but_never_written() {
     let f = Fixture::new();
     let outside = f._temp.path().join("secret.json");
     std::fs::write(&outside, stack_json("secret", "")).unwrap();
@@ -584,20 +584,20 @@ fn symlink_leaving_the_project_is_not_followed() {
     std::os::unix::fs::symlink(&outside, dir.join("evil.json")).unwrap();
     let ws = f.load();
     let evil = &ws.stacks[0];
-    assert_eq!(evil.key.id, "evil");
-    assert!(!evil.usable());
-    assert!(
-        evil.diagnostics[0]
-            .message
-            .contains("outside the project forge directory"),
-        "{:?}",
-        evil.diagnostics
-    );
-    // Writing through it is refused too.
+    // The id comes from the file's own content; reading follows the link.
+    assert_eq!(evil.key.id, "secret");
+    assert!(evil.usable(), "{:?}", evil.diagnostics);
+    // Writing through it is refused: its target is outside the project and the global folder.
     let store = f.store();
     let file = FileRef::new(Scope::Project, Dir::Stacks, "evil.json").unwrap();
-    let err = store.update(&file, &revision(b""), b"{}").unwrap_err();
-    assert_eq!(err.code(), "invalid_path");
+    let err = store.update(&file, &evil.revision, b"{}").unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::InvalidPath(format!(
+            "{} is outside your folders (the project, the global forge directory and your home); pi-forge does not write there",
+            std::fs::canonicalize(&outside).unwrap().display()
+        ))
+    );
     assert_eq!(
         std::fs::read_to_string(&outside).unwrap(),
         stack_json("secret", "")
@@ -1076,4 +1076,158 @@ fn stale_temp_files_of_our_naming_are_cleaned_at_start() {
     );
     assert!(workspace::is_temp_name(".a.json.1-2.tmp"));
     assert!(!workspace::is_temp_name(".a.json.x-2.tmp"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16, point 3: symbolic links (stow, chezmoi)
+
+/// A store whose user's home is `<temp>/home`, with a `dotfiles` folder in it.
+#[cfg(unix)]
+fn dotfiles(f: &Fixture) -> (FsStore, PathBuf) {
+    let home = f._temp.path().join("home");
+    let dots = home.join("dotfiles");
+    std::fs::create_dir_all(&dots).unwrap();
+    (f.store().allow_writes_under(home), dots)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_global_file_loads_and_saves_in_place() {
+    let f = Fixture::new();
+    let (store, dots) = dotfiles(&f);
+    let target = dots.join("shared.json");
+    std::fs::write(&target, stack_json("shared", "")).unwrap();
+    let dir = f.global.join("prompt-stacks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("shared.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let ws = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: true,
+            extra_slots: vec![],
+        },
+    );
+    let shared = &ws.stacks[0];
+    assert_eq!(shared.key.to_string(), "global:shared");
+    assert!(shared.usable(), "{:?}", shared.diagnostics);
+    assert_eq!(
+        shared.revision,
+        revision(stack_json("shared", "").as_bytes())
+    );
+    let new = stack_json("shared", r#","name":"Edited""#);
+    store
+        .update(&shared.file, &shared.revision, new.as_bytes())
+        .unwrap();
+    // The link stays a link; its target has the new bytes.
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_link(&link).unwrap(), target);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), new);
+    // Deleting removes the link, never its target.
+    store
+        .delete(&shared.file, &revision(new.as_bytes()))
+        .unwrap();
+    assert!(std::fs::symlink_metadata(&link).is_err());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), new);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_folder_is_read_and_written_through() {
+    let f = Fixture::new();
+    let (store, dots) = dotfiles(&f);
+    let stacks = dots.join("stacks");
+    std::fs::create_dir_all(&stacks).unwrap();
+    std::fs::write(stacks.join("alpha.json"), stack_json("alpha", "")).unwrap();
+    std::fs::create_dir_all(f.project.join(".pi/forge")).unwrap();
+    std::os::unix::fs::symlink(&stacks, f.project.join(".pi/forge/prompt-stacks")).unwrap();
+    let ws = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: true,
+            extra_slots: vec![],
+        },
+    );
+    assert_eq!(ws.stacks.len(), 1);
+    assert!(ws.stacks[0].usable());
+    let alpha = &ws.stacks[0];
+    store
+        .update(
+            &alpha.file,
+            &alpha.revision,
+            b"{\"id\":\"alpha\",\"items\":[]}\n",
+        )
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stacks.join("alpha.json")).unwrap(),
+        "{\"id\":\"alpha\",\"items\":[]}\n"
+    );
+    let beta = FileRef::new(Scope::Project, Dir::Stacks, "beta.json").unwrap();
+    store.create(&beta, b"{\"id\":\"beta\"}\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stacks.join("beta.json")).unwrap(),
+        "{\"id\":\"beta\"}\n"
+    );
+    store
+        .delete(&beta, &revision(b"{\"id\":\"beta\"}\n"))
+        .unwrap();
+    assert!(!stacks.join("beta.json").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn dangling_links_and_loops_load_as_errors_and_are_never_written() {
+    let f = Fixture::new();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = f.project.join("gone.json");
+    std::os::unix::fs::symlink(&missing, dir.join("dangling.json")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-b.json"), dir.join("loop-a.json")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-a.json"), dir.join("loop-b.json")).unwrap();
+    let ws = f.load();
+    let errors: Vec<(String, Vec<String>)> = ws
+        .stacks
+        .iter()
+        .map(|s| (s.file.name().to_string(), messages(&s.diagnostics)))
+        .collect();
+    let loop_reason = "it is a symbolic link that cannot be followed: Too many levels of symbolic links (os error 40)";
+    assert_eq!(
+        errors,
+        vec![
+            (
+                "dangling.json".to_string(),
+                vec![format!(
+                    "Failed to read prompt stack: dangling.json: it is a broken symbolic link (to {}, which does not exist)",
+                    missing.display()
+                )]
+            ),
+            (
+                "loop-a.json".to_string(),
+                vec![format!("Failed to read prompt stack: loop-a.json: {loop_reason}")]
+            ),
+            (
+                "loop-b.json".to_string(),
+                vec![format!("Failed to read prompt stack: loop-b.json: {loop_reason}")]
+            ),
+        ]
+    );
+    // A create never goes through a dangling link of the same name.
+    let store = f.store();
+    let dangling = FileRef::new(Scope::Project, Dir::Stacks, "dangling.json").unwrap();
+    assert_eq!(
+        store.create(&dangling, b"{}\n").unwrap_err().code(),
+        "exists"
+    );
+    assert!(!missing.exists());
+    let looped = FileRef::new(Scope::Project, Dir::Stacks, "loop-a.json").unwrap();
+    assert_eq!(
+        store
+            .update(&looped, &revision(b""), b"{}\n")
+            .unwrap_err()
+            .code(),
+        "io"
+    );
 }

@@ -434,7 +434,7 @@ async fn serve_async(
     demo: bool,
     state_path: Option<PathBuf>,
 ) -> Result<()> {
-    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    let store = paths.store();
     // Temp files a crashed write left behind (of our own naming, never a resource file).
     for path in store.clean_stale_temps() {
         eprintln!("pi-forge: removed a stale temp file: {}", path.display());

@@ -9,6 +9,12 @@
 //!   mismatch is a [`StoreError::Conflict`] carrying the current revision — never an overwrite;
 //! - creates are exclusive;
 //! - a failed write leaves the previous bytes in place (temp file + fsync + rename).
+//!
+//! Symbolic links ([`FsStore`]) are followed for reading, and for saving in place: the link's
+//! target is replaced through a temp file beside it, the link stays. New files are created in
+//! the resource folder (through a linked folder, in its target); a delete removes the folder's
+//! entry, never a link's target. A write whose real location lies outside the project, the
+//! global directory and the folders of [`FsStore::allow_writes_under`] is refused.
 
 use crate::canonical::revision;
 use crate::id::Scope;
@@ -156,7 +162,7 @@ impl StoreError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listed {
     pub file: FileRef,
-    /// Set when the entry cannot be read safely (a symlink leaving the scope, a directory, …).
+    /// Set when the entry cannot be read (a directory, a dangling link, a link loop, …).
     pub refused: Option<String>,
 }
 
@@ -198,6 +204,8 @@ pub enum Fault {
 pub struct FsStore {
     project: Option<PathBuf>,
     global: PathBuf,
+    /// Folders writes may land in, links followed, besides the two anchors (the user's home).
+    write_roots: Vec<PathBuf>,
     /// Serializes check-then-write sequences within this process, so concurrent saves from one
     /// base revision yield exactly one winner.
     write_lock: Mutex<()>,
@@ -211,9 +219,17 @@ impl FsStore {
         FsStore {
             project,
             global,
+            write_roots: Vec::new(),
             write_lock: Mutex::new(()),
             fault: Mutex::new(None),
         }
+    }
+
+    /// Also lets writes land under `dir` (the user's home, where stow or chezmoi keep the
+    /// targets of linked dotfiles). The project and the global directory are always allowed.
+    pub fn allow_writes_under(mut self, dir: PathBuf) -> FsStore {
+        self.write_roots.push(dir);
+        self
     }
 
     /// Arms a fault for the next write (tests only).
@@ -244,31 +260,51 @@ impl FsStore {
         Ok(self.dir_path(file.scope, file.dir)?.join(&file.name))
     }
 
-    /// Refuses a target when any existing component below the anchor is a symlink, or the target
-    /// is not a regular file.
-    fn check_safe(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
-        let anchor = self.anchor(file.scope)?;
-        let mut current = anchor.to_path_buf();
-        let rel = file.relative_path();
-        for part in rel.split('/') {
-            current.push(part);
-            match fs::symlink_metadata(&current) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(StoreError::InvalidPath(format!(
-                        "{} is a symbolic link",
-                        current.display()
-                    )))
-                }
-                Ok(meta) if part == file.name && !meta.is_file() => {
-                    return Err(StoreError::InvalidPath(format!(
-                        "{} is not a regular file",
-                        current.display()
-                    )))
-                }
-                _ => {}
+    /// The real directory `file` lives in (links followed), created when `create` is set, and
+    /// refused when it lies outside the folders pi-forge may write to ([`Self::check_writable`]).
+    fn real_dir(&self, file: &FileRef, create: bool) -> Result<PathBuf, StoreError> {
+        let dir = self.dir_path(file.scope, file.dir)?;
+        let display = dir.display().to_string();
+        if create {
+            fs::create_dir_all(&dir).map_err(|e| io_err(&display, e))?;
+        }
+        let real = fs::canonicalize(&dir).map_err(|e| io_or_missing(&display, e))?;
+        self.check_writable(&real)?;
+        Ok(real)
+    }
+
+    /// The real file behind `file` (links followed): it must exist, be a regular file and lie
+    /// inside the folders pi-forge may write to.
+    fn real_file(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
+        let path = self.path(file)?;
+        let display = path.display().to_string();
+        let real = fs::canonicalize(&path).map_err(|e| io_or_missing(&display, e))?;
+        let meta = fs::metadata(&real).map_err(|e| io_or_missing(&display, e))?;
+        if !meta.is_file() {
+            return Err(not_regular(&display, &meta));
+        }
+        self.check_writable(&real)?;
+        Ok(real)
+    }
+
+    /// Refuses a real (canonical) path outside the project, the global forge directory and the
+    /// folders of [`Self::allow_writes_under`].
+    fn check_writable(&self, real: &Path) -> Result<(), StoreError> {
+        let roots = self
+            .project
+            .iter()
+            .chain(std::iter::once(&self.global))
+            .chain(self.write_roots.iter());
+        for root in roots {
+            let root = fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+            if real.starts_with(&root) {
+                return Ok(());
             }
         }
-        Ok(current)
+        Err(StoreError::InvalidPath(format!(
+            "{} is outside your folders (the project, the global forge directory and your home); pi-forge does not write there",
+            real.display()
+        )))
     }
 
     fn take_fault(&self) -> Option<Fault> {
@@ -499,12 +535,11 @@ impl Store for FsStore {
             }
         }
         sort_utf16(&mut names);
-        let scope_root = self.anchor(scope)?.to_path_buf();
         let out = names
             .into_iter()
             .map(|name| {
                 let full = path.join(&name);
-                let refused = refusal(&full, &scope_root, scope);
+                let refused = refusal(&full);
                 Listed {
                     file: FileRef::listed(scope, dir, name),
                     refused,
@@ -520,15 +555,14 @@ impl Store for FsStore {
 
     fn create(&self, file: &FileRef, bytes: &[u8]) -> Result<String, StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
-        let dir = self.dir_path(file.scope, file.dir)?;
+        // The new entry goes into the resource folder itself (through a linked folder, into
+        // its target); an existing entry, a dangling link included, is never replaced.
+        let dir = self.real_dir(file, true)?;
+        let target = dir.join(&file.name);
         let display = target.display().to_string();
         if fs::symlink_metadata(&target).is_ok() {
             return Err(StoreError::Exists(display));
         }
-        fs::create_dir_all(&dir).map_err(|e| io_err(&dir.display().to_string(), e))?;
-        // Directories just created must not have been swapped for links meanwhile.
-        self.check_safe(file)?;
         let temp = Self::write_temp(&dir, &file.name, bytes, None)?;
         let fault = self.take_fault();
         if fault == Some(Fault::CrashBeforeRename) {
@@ -561,8 +595,13 @@ impl Store for FsStore {
 
     fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
-        let dir = self.dir_path(file.scope, file.dir)?;
+        // Saved in place: through a link, the link's target is replaced (via a temp file beside
+        // it) and the link stays.
+        let target = self.real_file(file)?;
+        let dir = target
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| StoreError::InvalidPath(target.display().to_string()))?;
         let display = target.display().to_string();
         let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
         if meta.permissions().readonly() {
@@ -592,7 +631,9 @@ impl Store for FsStore {
 
     fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
+        // The entry of the resource folder goes, never a link's target.
+        self.real_file(file)?;
+        let target = self.real_dir(file, false)?.join(&file.name);
         let display = target.display().to_string();
         let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
         if meta.permissions().readonly() {
@@ -601,8 +642,8 @@ impl Store for FsStore {
         let current = Self::current_revision(&target)?;
         expect_revision(&display, expected, current)?;
         fs::remove_file(&target).map_err(|e| io_or_missing(&display, e))?;
-        if let Ok(dir) = self.dir_path(file.scope, file.dir) {
-            Self::sync_dir(&dir);
+        if let Some(dir) = target.parent() {
+            Self::sync_dir(dir);
         }
         Ok(())
     }
@@ -628,19 +669,24 @@ fn expect_revision(path: &str, expected: &str, current: String) -> Result<(), St
     }
 }
 
-/// Why a listed entry must not be read: a directory, or a symlink whose target leaves the
-/// scope's root (or dangles).
-fn refusal(full: &Path, scope_root: &Path, scope: Scope) -> Option<String> {
+/// Why a listed entry cannot be read: links are followed, so only an entry that is not (or does
+/// not lead to) a regular file is refused: a directory, a special file, a dangling link, a loop.
+fn refusal(full: &Path) -> Option<String> {
     let meta = fs::symlink_metadata(full).ok()?;
     if meta.file_type().is_symlink() {
-        let root = fs::canonicalize(scope_root).unwrap_or_else(|_| scope_root.to_path_buf());
-        return match fs::canonicalize(full) {
-            Ok(target) if target.starts_with(&root) && target.is_file() => None,
-            Ok(target) => Some(format!(
-                "it is a symbolic link to {}, outside the {scope} forge directory; pi-forge does not follow it",
-                target.display()
+        return match fs::metadata(full) {
+            Ok(target) if target.is_file() => None,
+            Ok(_) => Some(format!(
+                "it is a symbolic link to {}, which is not a regular file",
+                fs::canonicalize(full).unwrap_or_default().display()
             )),
-            Err(_) => Some("it is a broken symbolic link".to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "it is a broken symbolic link (to {}, which does not exist)",
+                fs::read_link(full).unwrap_or_default().display()
+            )),
+            Err(e) => Some(format!(
+                "it is a symbolic link that cannot be followed: {e}"
+            )),
         };
     }
     if !meta.is_file() {
