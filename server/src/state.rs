@@ -66,6 +66,10 @@ pub struct Event {
     /// Increases by one with every published change set.
     pub generation: u64,
     pub changes: Vec<Change>,
+    /// The workspace-level problems (a resource folder that cannot be listed), present only
+    /// when they changed with this reload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<forge_core::diag::Diagnostic>>,
 }
 
 /// Identity of a loaded file in a snapshot, for diffing.
@@ -269,7 +273,8 @@ impl WorkspaceHandle {
         let old = self.snapshot.swap(Arc::new(fresh));
         let new = self.snapshot.load();
         let changes = diff(&old, &new, own);
-        if changes.is_empty() {
+        let problems = (old.problems != new.problems).then(|| new.problems.clone());
+        if changes.is_empty() && problems.is_none() {
             return None;
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -277,6 +282,7 @@ impl WorkspaceHandle {
             kind: "changed",
             generation,
             changes,
+            problems,
         };
         // No subscriber is fine: nobody is listening.
         let _ = self.events.send(event.clone());
@@ -375,6 +381,7 @@ mod tests {
                 change: ChangeKind::Deleted,
                 origin: Origin::Own,
             }],
+            problems: None,
         };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),

@@ -1406,3 +1406,36 @@ fn unreadable_and_read_only_files_are_refused_with_a_reason() {
         assert_eq!(std::fs::read_to_string(&alpha).unwrap(), ALPHA);
     }
 }
+
+/// Issue 16, point 2: a resource folder that cannot be listed is a workspace problem in
+/// `GET /api/meta` and the stack list (path and reason), and what could be read is still served.
+#[test]
+fn workspace_problems_are_reported_and_the_rest_still_loads() {
+    let dirs = Dirs::new();
+    dirs.write(&format!("{STACK_DIR}/alpha.json"), ALPHA);
+    // A file where the profiles folder should be.
+    let profiles = dirs.write(".pi/forge/agent-profiles", "not a folder");
+    let server = Server::start(&dirs, &[], &[]);
+    let f = Fixture {
+        dirs,
+        server,
+        client: client(),
+    };
+    let expected = json!([{
+        "level": "error",
+        "message": format!(
+            "Cannot list project profile directory: Cannot access {}: Not a directory (os error 20)",
+            profiles.display()
+        ),
+    }]);
+    let meta = f.get_json("/api/meta");
+    assert_eq!(meta["problems"], expected);
+    let list = f.get_json("/api/stacks");
+    assert_eq!(list["problems"], expected);
+    assert_eq!(list["stacks"][0]["selector"], "project:alpha");
+    // Fixed on disk and reloaded: the problem is gone.
+    std::fs::remove_file(&profiles).unwrap();
+    let (status, _, _) = f.send(Method::POST, "/api/reload", &json!({}));
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(f.get_json("/api/meta")["problems"], json!([]));
+}

@@ -281,6 +281,9 @@ pub struct App {
     /// Counts `live` events; a `GET /api/live` sent before the newest one is dropped.
     live_seq: StoredValue<u64>,
     pub cwd: RwSignal<String>,
+    /// Workspace-level problems (a resource folder that cannot be listed, a watcher that
+    /// stopped): shown as a banner until a reload clears them.
+    pub problems: RwSignal<Vec<String>>,
     pub status: RwSignal<(String, Tone)>,
     pub dialog: RwSignal<Option<Dialog>>,
     pub dark: RwSignal<bool>,
@@ -315,6 +318,7 @@ impl App {
             live_error: RwSignal::new(None),
             live_seq: StoredValue::new(0),
             cwd: RwSignal::new(String::new()),
+            problems: RwSignal::new(Vec::new()),
             status: RwSignal::new(("Loading…".into(), Tone::Info)),
             dialog: RwSignal::new(None),
             dark: RwSignal::new(false),
@@ -372,6 +376,16 @@ pub fn app() -> App {
 }
 
 /// Refetches the stack list; when nothing is open, opens the active stack or the first one.
+/// The banner's Reload: the server reads the workspace again, then the list follows.
+pub fn reload_workspace(app: App) {
+    spawn_local(async move {
+        match api::post("/api/reload", &json!({})).await {
+            Ok(_) => refresh_stacks(app),
+            Err(e) => app.say(e.message, Tone::Error),
+        }
+    });
+}
+
 pub fn refresh_stacks(app: App) {
     let my = app.list_seq.get_value() + 1;
     app.list_seq.set_value(my);
@@ -389,6 +403,12 @@ pub fn refresh_stacks(app: App) {
                 app.trusted
                     .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
                 app.cwd.set(s(&v, "cwd"));
+                app.problems.set(
+                    arr(&v, "problems")
+                        .iter()
+                        .map(|d| s(d, "message"))
+                        .collect(),
+                );
                 app.stacks.set(rows);
                 let first_load = !app.stacks_loaded.get_untracked();
                 if first_load {
