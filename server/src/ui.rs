@@ -381,9 +381,23 @@ async fn bind(preferred: Option<u16>) -> Result<tokio::net::TcpListener> {
 struct Reloader {
     ws: OnceLock<Arc<WorkspaceHandle>>,
     dirty: Mutex<bool>,
+    /// A watcher failure reported before the first load finished.
+    failure: Mutex<Option<String>>,
 }
 
 impl Reloader {
+    /// The watcher stopped watching something: a workspace problem the editor shows.
+    fn failure(&self, runtime: &tokio::runtime::Handle, message: String) {
+        match self.ws.get() {
+            Some(ws) => runtime.block_on(ws.add_problem(message)),
+            None => {
+                if let Ok(mut slot) = self.failure.lock() {
+                    *slot = Some(message);
+                }
+            }
+        }
+    }
+
     /// Called on the watcher's thread.
     fn batch(&self, runtime: &tokio::runtime::Handle, paths: &[std::path::PathBuf]) {
         match self.ws.get() {
@@ -401,6 +415,10 @@ impl Reloader {
     /// The first load is done: from now on batches reload `ws`.
     async fn loaded(&self, ws: &Arc<WorkspaceHandle>) {
         let _ = self.ws.set(Arc::clone(ws));
+        let failure = self.failure.lock().ok().and_then(|mut f| f.take());
+        if let Some(message) = failure {
+            ws.add_problem(message).await;
+        }
         if self.dirty.lock().map(|d| *d).unwrap_or(false) {
             ws.reload().await;
         }
@@ -415,7 +433,12 @@ fn start_watcher(store: &FsStore, trusted: bool, reloader: Arc<Reloader>) -> Opt
     let runtime = tokio::runtime::Handle::current();
     let roots = watch::forge_roots(store, trusted);
     match watch::spawn(WatchConfig::new(roots), move |batch| {
-        reloader.batch(&runtime, &batch.paths)
+        if let Some(failure) = batch.failure {
+            reloader.failure(&runtime, failure);
+        }
+        if !batch.paths.is_empty() {
+            reloader.batch(&runtime, &batch.paths);
+        }
     }) {
         Ok(watcher) => Some(watcher),
         Err(error) => {

@@ -53,7 +53,7 @@ async fn meta(State(state): State<AppState>) -> Response {
         "generation": state.ws.generation(),
         // A resource folder that cannot be listed (permission denied, a file in its place):
         // the path and the reason. What could be read is served as usual.
-        "problems": state.ws.snapshot().problems,
+        "problems": state.ws.problems(),
     }))
 }
 

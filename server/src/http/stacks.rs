@@ -81,7 +81,7 @@ async fn list(State(state): State<AppState>) -> Response {
         "activeId": state.active_id(),
         "trusted": snapshot.trusted,
         "cwd": state.project.display().to_string(),
-        "problems": snapshot.problems,
+        "problems": state.ws.problems(),
     }))
 }
 
