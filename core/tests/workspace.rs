@@ -881,7 +881,7 @@ fn a_fifo_at_a_resource_path_is_refused_without_blocking() {
     assert_eq!(pipe.revision, "");
     assert_eq!(
         pipe.unreadable(),
-        Some(format!("Failed to read prompt stack: pipe.json: it is not a regular file").as_str())
+        Some("Failed to read prompt stack: pipe.json: it is not a regular file")
     );
     let file = FileRef::new(Scope::Project, Dir::Stacks, "pipe.json").unwrap();
     let err = f.store().read(&file, 1024).unwrap_err();
