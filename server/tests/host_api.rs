@@ -409,13 +409,7 @@ fn a_runaway_rule_in_the_active_preset_aborts_the_turn_with_the_budget_error() {
     assert_eq!(body["stackId"], "project:runaway");
     assert!(body["abort"].is_string(), "{body}");
     assert!(body.get("systemPrompt").is_none(), "{body}");
-    let errors: Vec<&str> = body["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["level"] == "error")
-        .filter_map(|d| d["message"].as_str())
-        .collect();
+    let errors = support::error_messages(&body);
     assert_eq!(
         errors,
         vec!["Regex rule nested exceeded its time budget (20000000 steps of the regex engine) in compiled/system: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+)."]

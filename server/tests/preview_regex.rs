@@ -205,13 +205,7 @@ fn runaway_rule_ends_with_a_budget_error_while_the_server_keeps_answering() {
             .unwrap();
         assert_eq!(meta.status(), StatusCode::OK);
         let answer = preview.join().unwrap();
-        let errors: Vec<&str> = answer["diagnostics"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no diagnostics in {answer}"))
-            .iter()
-            .filter(|d| d["level"] == "error")
-            .filter_map(|d| d["message"].as_str())
-            .collect();
+        let errors = support::error_messages(&answer);
         assert_eq!(
             errors,
             vec!["Regex rule nested exceeded its time budget (20000000 steps of the regex engine) in history/messages: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+)."]

@@ -44,6 +44,16 @@ pub enum Dir {
 }
 
 impl Dir {
+    /// Every resource directory.
+    pub const ALL: [Dir; 6] = [
+        Dir::Stacks,
+        Dir::LegacyStacks,
+        Dir::Profiles,
+        Dir::Capabilities,
+        Dir::Root,
+        Dir::Payloads,
+    ];
+
     /// Path of this directory relative to the scope anchor (the project's cwd or the global root).
     pub fn relative(self, scope: Scope) -> &'static str {
         match (scope, self) {
@@ -402,14 +412,7 @@ impl FsStore {
         let own = format!(".{}-", std::process::id());
         let now = std::time::SystemTime::now();
         for scope in [Scope::Project, Scope::Global] {
-            for dir in [
-                Dir::Stacks,
-                Dir::LegacyStacks,
-                Dir::Profiles,
-                Dir::Capabilities,
-                Dir::Root,
-                Dir::Payloads,
-            ] {
+            for dir in Dir::ALL {
                 let Ok(path) = self.dir_path(scope, dir) else {
                     continue;
                 };
