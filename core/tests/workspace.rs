@@ -1231,3 +1231,17 @@ fn dangling_links_and_loops_load_as_errors_and_are_never_written() {
         "io"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn no_folder_is_created_through_a_link_out_of_the_user_folders() {
+    let f = Fixture::new();
+    let outside = f._temp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(f.project.join(".pi")).unwrap();
+    std::os::unix::fs::symlink(&outside, f.project.join(".pi/forge")).unwrap();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let err = f.store().create(&file, b"{}\n").unwrap_err();
+    assert_eq!(err.code(), "invalid_path");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}

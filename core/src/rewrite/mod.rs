@@ -321,7 +321,7 @@ impl Stats {
 
 /// Steps of the regex engine one rule may take in one stage, over all the texts it runs on
 /// (about a tenth of a second of matching). A rule that needs more is stopped: its remaining
-/// matches fail, and an error names it (see [`Stats::report`]).
+/// matches fail, and an error diagnostic names it (`Regex rule <id> exceeded its time budget …`).
 pub const RULE_STEP_BUDGET: u64 = 20_000_000;
 
 /// Runs `run` with a fresh [`RULE_STEP_BUDGET`] for the regex engine on this thread; true when

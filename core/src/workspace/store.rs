@@ -276,6 +276,12 @@ impl FsStore {
         let dir = self.dir_path(file.scope, file.dir)?;
         let display = dir.display().to_string();
         if create {
+            // Folders are only ever created below a place pi-forge may write to.
+            if let Some(existing) = dir.ancestors().find(|a| a.exists()) {
+                let real = fs::canonicalize(existing)
+                    .map_err(|e| io_err(&existing.display().to_string(), e))?;
+                self.check_writable(&real)?;
+            }
             fs::create_dir_all(&dir).map_err(|e| io_err(&display, e))?;
         }
         let real = fs::canonicalize(&dir).map_err(|e| io_or_missing(&display, e))?;
