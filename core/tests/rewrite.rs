@@ -1282,3 +1282,51 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Step budget (issue 16, point 1)
+
+/// The error a rule that ran out of steps reports.
+fn over_budget(id: &str, place: &str) -> Diagnostic {
+    Diagnostic::error(format!(
+        "Regex rule {id} exceeded its time budget (20000000 steps of the regex engine) in {place}: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+)."
+    ))
+}
+
+#[test]
+fn catastrophic_pattern_on_a_long_message_stops_with_a_budget_error() {
+    let rules = load(json!([
+        { "id": "nested", "stage": "history", "pattern": "(a+)+$", "replace": "x" },
+        { "id": "after", "stage": "history", "pattern": "b", "replace": "c" },
+    ]));
+    // 2^26 ways to split the run: minutes of backtracking without a budget.
+    let long = format!("{}!", "a".repeat(26));
+    let (messages, diagnostics) = apply_history(&rules, vec![user(&long), user("b")]);
+    // The runaway rule is named; the next rule gets a fresh budget and still runs.
+    assert_eq!(
+        diagnostics,
+        vec![
+            over_budget("nested", "history/messages"),
+            info("Regex rule after matched 1 time(s) and changed 1 text segment(s) in history/messages."),
+        ]
+    );
+    assert_eq!(text_of(&messages[0]), long);
+    assert_eq!(text_of(&messages[1]), "c");
+}
+
+#[test]
+fn budget_covers_the_system_prompt_and_finalize() {
+    let text = format!("{}!", "a".repeat(64));
+    let rules = load(json!([
+        { "id": "sys", "stage": "compiled", "targets": ["system"], "pattern": "(a+)+$", "replace": "x" },
+    ]));
+    let (out, diagnostics) = apply_compiled_system(&rules, text.clone());
+    assert_eq!(out, text);
+    assert_eq!(diagnostics, vec![over_budget("sys", "compiled/system")]);
+
+    let rules = load(json!([
+        { "id": "fin", "stage": "compiled", "effect": "finalize", "pattern": "(a+)+$", "replace": "x" },
+    ]));
+    // Finalize stops too; it reports only changes, and the runaway rule changed nothing.
+    assert_eq!(finalize(&rules, &assistant(&text)), None);
+}

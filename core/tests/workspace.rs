@@ -575,7 +575,7 @@ fn oversized_file_is_refused_without_reading_it_all() {
 
 #[cfg(unix)]
 #[test]
-fn symlink_leaving_the_project_is_not_followed() {
+fn symlink_out_of_the_user_folders_is_read_but_never_written() {
     let f = Fixture::new();
     let outside = f._temp.path().join("secret.json");
     std::fs::write(&outside, stack_json("secret", "")).unwrap();
@@ -584,20 +584,20 @@ fn symlink_leaving_the_project_is_not_followed() {
     std::os::unix::fs::symlink(&outside, dir.join("evil.json")).unwrap();
     let ws = f.load();
     let evil = &ws.stacks[0];
-    assert_eq!(evil.key.id, "evil");
-    assert!(!evil.usable());
-    assert!(
-        evil.diagnostics[0]
-            .message
-            .contains("outside the project forge directory"),
-        "{:?}",
-        evil.diagnostics
-    );
-    // Writing through it is refused too.
+    // The id comes from the file's own content; reading follows the link.
+    assert_eq!(evil.key.id, "secret");
+    assert!(evil.usable(), "{:?}", evil.diagnostics);
+    // Writing through it is refused: its target is outside the project and the global folder.
     let store = f.store();
     let file = FileRef::new(Scope::Project, Dir::Stacks, "evil.json").unwrap();
-    let err = store.update(&file, &revision(b""), b"{}").unwrap_err();
-    assert_eq!(err.code(), "invalid_path");
+    let err = store.update(&file, &evil.revision, b"{}").unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::InvalidPath(format!(
+            "{} is outside your folders (the project, the global forge directory and your home); pi-forge does not write there",
+            std::fs::canonicalize(&outside).unwrap().display()
+        ))
+    );
     assert_eq!(
         std::fs::read_to_string(&outside).unwrap(),
         stack_json("secret", "")
@@ -843,4 +843,405 @@ fn profile_stack_references_are_checked_on_load() {
         )]
     );
     assert_eq!(find("fine"), vec![]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16: special and huge files (point 4), writes (point 5)
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_a_resource_path_is_refused_without_blocking() {
+    let f = Fixture::new();
+    f.stack(Scope::Project, "alpha.json", &stack_json("alpha", ""));
+    let fifo = f.project.join(".pi/forge/prompt-stacks/pipe.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening the FIFO would block until a writer appears; the load must not.
+    let ws = f.load();
+    let pipe = ws
+        .stacks
+        .iter()
+        .find(|s| s.file.name() == "pipe.json")
+        .unwrap();
+    assert_eq!(pipe.revision, "");
+    assert_eq!(
+        pipe.unreadable(),
+        Some("Failed to read prompt stack: pipe.json: it is not a regular file")
+    );
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "pipe.json").unwrap();
+    let err = f.store().read(&file, 1024).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Refusing unsafe path: {} is not a regular file (it is a named pipe)",
+            fifo.display()
+        )
+    );
+    assert_eq!(ws.stacks.iter().filter(|s| s.usable()).count(), 1);
+}
+
+#[test]
+fn the_pre_save_check_refuses_a_huge_file_unread() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "big.json", "");
+    let big = vec![b' '; (workspace::MAX_FILE_BYTES + 1) as usize];
+    std::fs::write(&path, &big).unwrap();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "big.json").unwrap();
+    let err = f
+        .store()
+        .update(&file, &revision(&big), b"{}\n")
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::TooLarge {
+            path: path.display().to_string(),
+            limit: workspace::MAX_FILE_BYTES
+        }
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), big.len() as u64);
+}
+
+#[test]
+fn an_unreadable_file_cannot_be_saved_or_deleted_and_says_why() {
+    use forge_core::workspace::service;
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "big.json", "");
+    std::fs::write(&path, vec![b' '; (workspace::MAX_FILE_BYTES + 1) as usize]).unwrap();
+    let ws = f.load();
+    let reason = format!(
+        "Failed to read prompt stack: {} is larger than {} bytes",
+        path.display(),
+        workspace::MAX_STACK_BYTES
+    );
+    assert_eq!(ws.stacks[0].unreadable(), Some(reason.as_str()));
+    let selector = parse_selector("project:big").unwrap();
+    let store = f.store();
+    let body = serde_json::json!({"id": "big", "items": []});
+    let err = service::update(
+        &store,
+        &ws,
+        workspace::Kind::Stack,
+        &selector,
+        Some(""),
+        &body,
+    )
+    .unwrap_err();
+    assert_eq!((err.status(), err.code()), (409, "unreadable"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} cannot be changed from pi-forge: {reason}",
+            path.display()
+        )
+    );
+    let err =
+        service::delete(&store, &ws, workspace::Kind::Stack, &selector, Some("")).unwrap_err();
+    assert_eq!(err.code(), "unreadable");
+}
+
+#[test]
+fn create_without_hard_links_is_complete_and_never_overwrites() {
+    let f = Fixture::new();
+    let store = f.store();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    store.inject_fault(Some(Fault::NoHardLinks));
+    assert_eq!(
+        store.create(&file, b"first\n").unwrap(),
+        revision(b"first\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("alpha.json")).unwrap(),
+        "first\n"
+    );
+    store.inject_fault(Some(Fault::NoHardLinks));
+    assert_eq!(
+        store.create(&file, b"second\n").unwrap_err().code(),
+        "exists"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("alpha.json")).unwrap(),
+        "first\n"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, vec!["alpha.json".to_string()]);
+}
+
+#[cfg(unix)]
+#[test]
+fn update_keeps_the_file_mode() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "old\n");
+    set_mode(&path, 0o640);
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    f.store()
+        .update(&file, &revision(b"old\n"), b"new\n")
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    assert_eq!(mode(&path), 0o640);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_is_never_replaced_or_deleted() {
+    let f = Fixture::new();
+    let path = f.stack(Scope::Project, "alpha.json", "old\n");
+    set_mode(&path, 0o444);
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let store = f.store();
+    let err = store
+        .update(&file, &revision(b"old\n"), b"new\n")
+        .unwrap_err();
+    assert_eq!(err, StoreError::ReadOnly(path.display().to_string()));
+    assert_eq!(
+        err.to_string(),
+        format!("{} is read-only; pi-forge does not replace a file you made read-only (make it writable, then save again)", path.display())
+    );
+    assert_eq!(
+        store.delete(&file, &revision(b"old\n")).unwrap_err().code(),
+        "read_only"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    assert_eq!(mode(&path), 0o444);
+}
+
+#[test]
+fn stale_temp_files_of_our_naming_are_cleaned_at_start() {
+    let f = Fixture::new();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    f.stack(Scope::Project, "alpha.json", "keep\n");
+    let old = std::time::SystemTime::now() - workspace::STALE_TEMP_AGE * 2;
+    let write = |name: &str, modified: std::time::SystemTime| {
+        let path = dir.join(name);
+        std::fs::write(&path, "x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        path
+    };
+    let stale = write(".alpha.json.4242-7.tmp", old);
+    // A temp file being written right now by another process, and files that are not ours.
+    write(".alpha.json.4243-0.tmp", std::time::SystemTime::now());
+    write(".notes.tmp", old);
+    write(".alpha.json.tmp", old);
+    let global_stale = {
+        let d = f.global.join("agent-profiles");
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(".fast.json.17-0.tmp");
+        std::fs::write(&p, "x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        p
+    };
+    let removed = f.store().clean_stale_temps();
+    assert_eq!(removed, vec![stale, global_stale]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            ".alpha.json.4243-0.tmp",
+            ".alpha.json.tmp",
+            ".notes.tmp",
+            "alpha.json"
+        ]
+    );
+    assert!(workspace::is_temp_name(".a.json.1-2.tmp"));
+    assert!(!workspace::is_temp_name(".a.json.x-2.tmp"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 16, point 3: symbolic links (stow, chezmoi)
+
+/// A store whose user's home is `<temp>/home`, with a `dotfiles` folder in it.
+#[cfg(unix)]
+fn dotfiles(f: &Fixture) -> (FsStore, PathBuf) {
+    let home = f._temp.path().join("home");
+    let dots = home.join("dotfiles");
+    std::fs::create_dir_all(&dots).unwrap();
+    (f.store().allow_writes_under(home), dots)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_global_file_loads_and_saves_in_place() {
+    let f = Fixture::new();
+    let (store, dots) = dotfiles(&f);
+    let target = dots.join("shared.json");
+    std::fs::write(&target, stack_json("shared", "")).unwrap();
+    let dir = f.global.join("prompt-stacks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("shared.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let ws = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: true,
+            extra_slots: vec![],
+        },
+    );
+    let shared = &ws.stacks[0];
+    assert_eq!(shared.key.to_string(), "global:shared");
+    assert!(shared.usable(), "{:?}", shared.diagnostics);
+    assert_eq!(
+        shared.revision,
+        revision(stack_json("shared", "").as_bytes())
+    );
+    let new = stack_json("shared", r#","name":"Edited""#);
+    store
+        .update(&shared.file, &shared.revision, new.as_bytes())
+        .unwrap();
+    // The link stays a link; its target has the new bytes.
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_link(&link).unwrap(), target);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), new);
+    // Deleting removes the link, never its target.
+    store
+        .delete(&shared.file, &revision(new.as_bytes()))
+        .unwrap();
+    assert!(std::fs::symlink_metadata(&link).is_err());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), new);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_folder_is_read_and_written_through() {
+    let f = Fixture::new();
+    let (store, dots) = dotfiles(&f);
+    let stacks = dots.join("stacks");
+    std::fs::create_dir_all(&stacks).unwrap();
+    std::fs::write(stacks.join("alpha.json"), stack_json("alpha", "")).unwrap();
+    std::fs::create_dir_all(f.project.join(".pi/forge")).unwrap();
+    std::os::unix::fs::symlink(&stacks, f.project.join(".pi/forge/prompt-stacks")).unwrap();
+    let ws = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: true,
+            extra_slots: vec![],
+        },
+    );
+    assert_eq!(ws.stacks.len(), 1);
+    assert!(ws.stacks[0].usable());
+    let alpha = &ws.stacks[0];
+    store
+        .update(
+            &alpha.file,
+            &alpha.revision,
+            b"{\"id\":\"alpha\",\"items\":[]}\n",
+        )
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stacks.join("alpha.json")).unwrap(),
+        "{\"id\":\"alpha\",\"items\":[]}\n"
+    );
+    let beta = FileRef::new(Scope::Project, Dir::Stacks, "beta.json").unwrap();
+    store.create(&beta, b"{\"id\":\"beta\"}\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stacks.join("beta.json")).unwrap(),
+        "{\"id\":\"beta\"}\n"
+    );
+    store
+        .delete(&beta, &revision(b"{\"id\":\"beta\"}\n"))
+        .unwrap();
+    assert!(!stacks.join("beta.json").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn dangling_links_and_loops_load_as_errors_and_are_never_written() {
+    let f = Fixture::new();
+    let dir = f.project.join(".pi/forge/prompt-stacks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = f.project.join("gone.json");
+    std::os::unix::fs::symlink(&missing, dir.join("dangling.json")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-b.json"), dir.join("loop-a.json")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-a.json"), dir.join("loop-b.json")).unwrap();
+    let ws = f.load();
+    let errors: Vec<(String, Vec<String>)> = ws
+        .stacks
+        .iter()
+        .map(|s| (s.file.name().to_string(), messages(&s.diagnostics)))
+        .collect();
+    let loop_reason = "it is a symbolic link that cannot be followed: Too many levels of symbolic links (os error 40)";
+    assert_eq!(
+        errors,
+        vec![
+            (
+                "dangling.json".to_string(),
+                vec![format!(
+                    "Failed to read prompt stack: dangling.json: it is a broken symbolic link (to {}, which does not exist)",
+                    missing.display()
+                )]
+            ),
+            (
+                "loop-a.json".to_string(),
+                vec![format!("Failed to read prompt stack: loop-a.json: {loop_reason}")]
+            ),
+            (
+                "loop-b.json".to_string(),
+                vec![format!("Failed to read prompt stack: loop-b.json: {loop_reason}")]
+            ),
+        ]
+    );
+    // A create never goes through a dangling link of the same name.
+    let store = f.store();
+    let dangling = FileRef::new(Scope::Project, Dir::Stacks, "dangling.json").unwrap();
+    assert_eq!(
+        store.create(&dangling, b"{}\n").unwrap_err().code(),
+        "exists"
+    );
+    assert!(!missing.exists());
+    let looped = FileRef::new(Scope::Project, Dir::Stacks, "loop-a.json").unwrap();
+    assert_eq!(
+        store
+            .update(&looped, &revision(b""), b"{}\n")
+            .unwrap_err()
+            .code(),
+        "io"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn no_folder_is_created_through_a_link_out_of_the_user_folders() {
+    let f = Fixture::new();
+    let outside = f._temp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(f.project.join(".pi")).unwrap();
+    std::os::unix::fs::symlink(&outside, f.project.join(".pi/forge")).unwrap();
+    let file = FileRef::new(Scope::Project, Dir::Stacks, "alpha.json").unwrap();
+    let err = f.store().create(&file, b"{}\n").unwrap_err();
+    assert_eq!(err.code(), "invalid_path");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }

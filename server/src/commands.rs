@@ -8,7 +8,7 @@ use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
 use forge_core::diag::{counts, Diagnostic};
-use forge_core::workspace::{self, FsStore, Kind, LoadOptions, Loaded, WorkspaceSnapshot};
+use forge_core::workspace::{self, Kind, LoadOptions, Loaded, WorkspaceSnapshot};
 use forge_core::{capability, json, profile, stack};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -156,7 +156,7 @@ pub fn exit_for_errors(errors: usize) -> ExitCode {
 /// Loads the workspace the arguments point at.
 pub fn load_workspace(args: &WorkspaceArgs) -> Result<(WorkspacePaths, WorkspaceSnapshot)> {
     let paths = WorkspacePaths::from_args(args)?;
-    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    let store = paths.store();
     let snapshot = workspace::load(
         &store,
         &LoadOptions {

@@ -9,7 +9,7 @@ use forge_core::import::sillytavern::{self, ImportOptions};
 use forge_core::json;
 use forge_core::runtime::Clock;
 use forge_core::workspace::service::{self, Kind, ServiceError};
-use forge_core::workspace::{self, FsStore, LoadOptions};
+use forge_core::workspace::{self, LoadOptions};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -85,7 +85,7 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
     }
 
     let paths = WorkspacePaths::from_args(args.workspace)?;
-    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    let store = paths.store();
     let snapshot = workspace::load(
         &store,
         &LoadOptions {

@@ -27,6 +27,17 @@ pub fn default_global_dir() -> Result<PathBuf> {
 }
 
 impl WorkspacePaths {
+    /// The filesystem store of this workspace. Writes may also land under the user's home,
+    /// where linked dotfiles (stow, chezmoi) keep their targets.
+    pub fn store(&self) -> forge_core::workspace::FsStore {
+        let store =
+            forge_core::workspace::FsStore::new(Some(self.project.clone()), self.global.clone());
+        match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => store.allow_writes_under(PathBuf::from(home)),
+            None => store,
+        }
+    }
+
     pub fn from_args(args: &WorkspaceArgs) -> Result<WorkspacePaths> {
         let project = match &args.project {
             Some(dir) => dir.clone(),

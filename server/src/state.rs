@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use forge_core::diag::Diagnostic;
 use forge_core::workspace::{self, FileRef, FsStore, LoadOptions, Loaded, WorkspaceSnapshot};
 use serde::Serialize;
 use tokio::sync::{broadcast, Mutex, MutexGuard};
@@ -66,6 +67,10 @@ pub struct Event {
     /// Increases by one with every published change set.
     pub generation: u64,
     pub changes: Vec<Change>,
+    /// The workspace-level problems (a resource folder that cannot be listed), present only
+    /// when they changed with this reload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<Diagnostic>>,
 }
 
 /// Identity of a loaded file in a snapshot, for diffing.
@@ -185,6 +190,9 @@ pub struct WorkspaceHandle {
     events: broadcast::Sender<Event>,
     write_lock: Mutex<()>,
     generation: AtomicU64,
+    /// Workspace problems that do not come from loading (the file watcher stopped watching a
+    /// folder); they stay until the server restarts.
+    added_problems: std::sync::Mutex<Vec<Diagnostic>>,
 }
 
 impl WorkspaceHandle {
@@ -199,7 +207,40 @@ impl WorkspaceHandle {
             events,
             write_lock: Mutex::new(()),
             generation: AtomicU64::new(0),
+            added_problems: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The workspace-level problems: the snapshot's (folders that cannot be listed), then the
+    /// added ones ([`Self::add_problem`]).
+    pub fn problems(&self) -> Vec<Diagnostic> {
+        let mut problems = self.snapshot().problems.clone();
+        if let Ok(added) = self.added_problems.lock() {
+            problems.extend(added.iter().cloned());
+        }
+        problems
+    }
+
+    /// Adds a workspace problem (an error, once) and publishes the new list in a `changed` event.
+    pub async fn add_problem(&self, message: String) {
+        let _guard = self.write_lock.lock().await;
+        let problem = Diagnostic::error(message);
+        {
+            let Ok(mut added) = self.added_problems.lock() else {
+                return;
+            };
+            if added.contains(&problem) {
+                return;
+            }
+            added.push(problem);
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let _ = self.events.send(Event {
+            kind: "changed",
+            generation,
+            changes: Vec::new(),
+            problems: Some(self.problems()),
+        });
     }
 
     /// The current snapshot: complete and immutable.
@@ -269,7 +310,8 @@ impl WorkspaceHandle {
         let old = self.snapshot.swap(Arc::new(fresh));
         let new = self.snapshot.load();
         let changes = diff(&old, &new, own);
-        if changes.is_empty() {
+        let problems = (old.problems != new.problems).then(|| self.problems());
+        if changes.is_empty() && problems.is_none() {
             return None;
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -277,6 +319,7 @@ impl WorkspaceHandle {
             kind: "changed",
             generation,
             changes,
+            problems,
         };
         // No subscriber is fine: nobody is listening.
         let _ = self.events.send(event.clone());
@@ -362,6 +405,32 @@ mod tests {
         );
     }
 
+    /// Issue 16, point 7: a watcher failure becomes a workspace problem, published once.
+    #[tokio::test]
+    async fn an_added_problem_is_listed_and_published_once() {
+        let home = tempfile::tempdir().unwrap();
+        let store = FsStore::new(Some(home.path().join("p")), home.path().join("g"));
+        let ws = WorkspaceHandle::open(
+            store,
+            LoadOptions {
+                trusted: true,
+                extra_slots: Vec::new(),
+            },
+        );
+        let mut events = ws.subscribe();
+        assert_eq!(ws.problems(), vec![]);
+        ws.add_problem("Cannot watch /g for changes.".to_string())
+            .await;
+        ws.add_problem("Cannot watch /g for changes.".to_string())
+            .await;
+        let expected = vec![Diagnostic::error("Cannot watch /g for changes.")];
+        assert_eq!(ws.problems(), expected);
+        let event = events.try_recv().unwrap();
+        assert_eq!((event.generation, event.changes.len()), (1, 0));
+        assert_eq!(event.problems, Some(expected));
+        assert!(events.try_recv().is_err(), "published once");
+    }
+
     #[test]
     fn events_serialize_with_the_wire_names() {
         let event = Event {
@@ -375,6 +444,7 @@ mod tests {
                 change: ChangeKind::Deleted,
                 origin: Origin::Own,
             }],
+            problems: None,
         };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),

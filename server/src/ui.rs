@@ -14,6 +14,8 @@
 //!   `http://127.0.0.1:<port>/?token=<t>` as the first line of stdout (everything else goes to
 //!   stderr), watches the forge directories, and on Ctrl-C or SIGTERM shuts down gracefully and
 //!   removes its state file.
+//! - The browser opens a 0600 launch page beside the state file that redirects with the token:
+//!   the token never appears in a process's arguments or on stderr.
 //! - `--demo` serves a throw-away workspace seeded with example resources (no state file).
 
 mod demo;
@@ -87,7 +89,7 @@ pub fn run(opts: UiOptions) -> Result<ExitCode> {
                     record.pid
                 );
                 if !opts.no_open {
-                    open_browser(&record.url);
+                    open_browser(&launch_file(&state_path), &record.url);
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -379,9 +381,23 @@ async fn bind(preferred: Option<u16>) -> Result<tokio::net::TcpListener> {
 struct Reloader {
     ws: OnceLock<Arc<WorkspaceHandle>>,
     dirty: Mutex<bool>,
+    /// A watcher failure reported before the first load finished.
+    failure: Mutex<Option<String>>,
 }
 
 impl Reloader {
+    /// The watcher stopped watching something: a workspace problem the editor shows.
+    fn failure(&self, runtime: &tokio::runtime::Handle, message: String) {
+        match self.ws.get() {
+            Some(ws) => runtime.block_on(ws.add_problem(message)),
+            None => {
+                if let Ok(mut slot) = self.failure.lock() {
+                    *slot = Some(message);
+                }
+            }
+        }
+    }
+
     /// Called on the watcher's thread.
     fn batch(&self, runtime: &tokio::runtime::Handle, paths: &[std::path::PathBuf]) {
         match self.ws.get() {
@@ -399,6 +415,10 @@ impl Reloader {
     /// The first load is done: from now on batches reload `ws`.
     async fn loaded(&self, ws: &Arc<WorkspaceHandle>) {
         let _ = self.ws.set(Arc::clone(ws));
+        let failure = self.failure.lock().ok().and_then(|mut f| f.take());
+        if let Some(message) = failure {
+            ws.add_problem(message).await;
+        }
         if self.dirty.lock().map(|d| *d).unwrap_or(false) {
             ws.reload().await;
         }
@@ -413,7 +433,12 @@ fn start_watcher(store: &FsStore, trusted: bool, reloader: Arc<Reloader>) -> Opt
     let runtime = tokio::runtime::Handle::current();
     let roots = watch::forge_roots(store, trusted);
     match watch::spawn(WatchConfig::new(roots), move |batch| {
-        reloader.batch(&runtime, &batch.paths)
+        if let Some(failure) = batch.failure {
+            reloader.failure(&runtime, failure);
+        }
+        if !batch.paths.is_empty() {
+            reloader.batch(&runtime, &batch.paths);
+        }
     }) {
         Ok(watcher) => Some(watcher),
         Err(error) => {
@@ -432,7 +457,11 @@ async fn serve_async(
     demo: bool,
     state_path: Option<PathBuf>,
 ) -> Result<()> {
-    let store = FsStore::new(Some(paths.project.clone()), paths.global.clone());
+    let store = paths.store();
+    // Temp files a crashed write left behind (of our own naming, never a resource file).
+    for path in store.clean_stale_temps() {
+        eprintln!("pi-forge: removed a stale temp file: {}", path.display());
+    }
 
     // Watch before the first load, so nothing that changes in between is missed.
     let reloader = Arc::new(Reloader::default());
@@ -487,8 +516,18 @@ async fn serve_async(
         eprintln!("pi-forge: warning: no web bundle embedded; run `cargo xtask dist` and rebuild");
     }
     eprintln!("pi-forge: press Ctrl-C to stop");
-    if !no_open {
-        open_browser(&url);
+    // The launch page lives beside the state file (the demo has none: its own name in the
+    // same 0700 directory).
+    let launch = if no_open {
+        None
+    } else {
+        Some(match &state_path {
+            Some(state_path) => launch_file(state_path),
+            None => launch_file(&state_file(&paths.project)?),
+        })
+    };
+    if let Some(launch) = &launch {
+        open_browser(launch, &url);
     }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -531,6 +570,9 @@ async fn serve_async(
     if let Some(state_path) = &state_path {
         remove_record(state_path, Some(std::process::id()));
     }
+    if let Some(launch) = &launch {
+        let _ = std::fs::remove_file(launch);
+    }
     // The watcher's callback may be waiting on this runtime: stop it off the async threads.
     tokio::task::spawn_blocking(move || drop(watcher)).await?;
     eprintln!("pi-forge: stopped");
@@ -559,19 +601,70 @@ async fn shutdown_signal() {
     eprintln!("pi-forge: shutting down");
 }
 
+/// The launch page of the server whose state file is `state_path`: `ui-<hash>-open.html` beside it.
+fn launch_file(state_path: &Path) -> PathBuf {
+    let stem = state_path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("ui");
+    state_path.with_file_name(format!("{stem}-open.html"))
+}
+
+/// The launch page: it sends the browser on to `url` (token included) without the token ever
+/// being a command-line argument.
+fn launch_page(url: &str) -> String {
+    let attr = url
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\n<meta http-equiv=\"refresh\" content=\"0;url={attr}\">\n<title>pi-forge</title></head>\n<body><p>Opening the pi-forge editor… <a href=\"{attr}\">Continue</a></p></body></html>\n"
+    )
+}
+
+/// Writes the launch page at `path`, readable by the user only (0600, in the 0700 run
+/// directory), replacing any older one.
+fn write_launch_page(path: &Path, url: &str) -> Result<()> {
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(launch_page(url).as_bytes())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Opens the editor in a browser through a user-only launch page at `launch` that redirects
+/// to `url`: the opener's argument (visible to every local user in the process list) is the
+/// page's `file://` path, never the token. `PI_FORGE_BROWSER` names another opener program.
 /// Best effort: a missing or failing opener only prints a warning.
-fn open_browser(url: &str) {
-    let mut cmd = if cfg!(target_os = "macos") {
-        std::process::Command::new("open")
-    } else if cfg!(windows) {
-        let mut cmd = std::process::Command::new("cmd");
-        cmd.args(["/C", "start", ""]);
-        cmd
-    } else {
-        std::process::Command::new("xdg-open")
-    };
+fn open_browser(launch: &Path, url: &str) {
+    if let Err(e) = write_launch_page(launch, url) {
+        eprintln!("pi-forge: warning: could not open a browser ({e:#}); open the URL above yourself (or pass --no-open)");
+        return;
+    }
+    let target = format!("file://{}", launch.display());
+    let mut cmd =
+        if let Some(program) = std::env::var_os("PI_FORGE_BROWSER").filter(|p| !p.is_empty()) {
+            std::process::Command::new(program)
+        } else if cfg!(target_os = "macos") {
+            std::process::Command::new("open")
+        } else if cfg!(windows) {
+            let mut cmd = std::process::Command::new("cmd");
+            cmd.args(["/C", "start", ""]);
+            cmd
+        } else {
+            std::process::Command::new("xdg-open")
+        };
     let spawned = cmd
-        .arg(url)
+        .arg(&target)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

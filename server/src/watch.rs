@@ -19,10 +19,17 @@
 //! `.#*`), anything deeper, anything outside the roots. A rename of such a file onto `x.json`
 //! (how editors and [`FsStore`] save) is a change of `x.json`.
 //!
-//! Roots that do not exist yet are handled by watching their nearest existing ancestor
-//! non-recursively; when the root appears it is watched recursively and scanned. Every second the
-//! worker also re-checks every root (existence and inode), so a root that was replaced or moved
-//! away is re-armed even when no event said so.
+//! Only what matters is watched, each directory on its own and non-recursively: every root and
+//! its resource folders (`prompt-stacks/`, `agent-profiles/`, `capabilities/`). A linked resource
+//! folder costs one watch on its target; nothing deeper and no other folder under a root (a big
+//! or linked tree, `payloads/`) is ever watched. Roots that do not exist yet are handled by
+//! watching their nearest existing ancestor; when a root or a resource folder appears it is
+//! watched and scanned. Every second the worker also re-checks the watches (existence and inode),
+//! so a folder that was replaced or moved away is re-armed even when no event said so.
+//!
+//! A folder that cannot be watched (the inotify budget exhausted) is not retried; the first such
+//! failure is handed over once in [`ChangeBatch::failure`] so the editor can say so (with a manual
+//! Reload) instead of the watcher spinning.
 //!
 //! Threads: notify runs its own event thread; one worker thread (`pi-forge-watch`) debounces and
 //! calls `on_batch`, so the callback may block (read files, take locks). Dropping the [`Watcher`]
@@ -33,7 +40,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -54,6 +63,9 @@ const RECHECK_INTERVAL: Duration = Duration::from_secs(1);
 const MAX_FILE_DEPTH: usize = 2;
 /// Directories that matter sit at most this many levels below a root (`prompt-stacks/` is 1).
 const MAX_DIR_DEPTH: usize = 1;
+/// The folders one level below a root that hold resources; only these are watched (each on its
+/// own, non-recursively), so a big or linked tree elsewhere under a root costs nothing.
+const RESOURCE_DIRS: [&str; 3] = ["prompt-stacks", "agent-profiles", "capabilities"];
 
 /// What changed, after debouncing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,6 +74,10 @@ pub struct ChangeBatch {
     /// `*.json` paths are resource files; any other path is a directory
     /// that appeared or disappeared (anything below it may have changed).
     pub paths: Vec<PathBuf>,
+    /// Set once, on the first folder that could not be watched (the inotify budget exhausted,
+    /// …): a sentence for the editor. That folder is not retried; edits made elsewhere need a
+    /// manual reload.
+    pub failure: Option<String>,
 }
 
 /// What to watch and how to debounce.
@@ -73,6 +89,9 @@ pub struct WatchConfig {
     pub roots: Vec<PathBuf>,
     /// Quiet time before a batch is delivered ([`DEFAULT_DEBOUNCE`]).
     pub debounce: Duration,
+    /// Test hook: watching this directory fails as if the inotify budget were exhausted; the
+    /// counter counts the attempts.
+    pub refuse: Option<(PathBuf, Arc<AtomicUsize>)>,
 }
 
 impl WatchConfig {
@@ -80,6 +99,7 @@ impl WatchConfig {
         WatchConfig {
             roots,
             debounce: DEFAULT_DEBOUNCE,
+            refuse: None,
         }
     }
 }
@@ -173,6 +193,10 @@ pub fn spawn(
         recheck_now: false,
         next_recheck: Instant::now() + RECHECK_INTERVAL,
         logged: HashSet::new(),
+        failed: HashSet::new(),
+        failure: None,
+        told: false,
+        refuse: config.refuse,
     };
     worker.reconcile(false);
     let handle = thread::Builder::new()
@@ -185,9 +209,31 @@ pub fn spawn(
     })
 }
 
-/// One watch the worker holds.
+/// What a watched directory is to the worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watched {
+    /// A root (`.pi/forge`, the global root, `.pi/prompt-stacks`).
+    Root,
+    /// A resource folder one level below a root ([`RESOURCE_DIRS`]).
+    Resources,
+    /// The nearest existing ancestor of a root that does not exist yet.
+    Ancestor,
+}
+
+impl Watched {
+    /// Levels below its root, for the directories whose contents matter.
+    fn depth(self) -> Option<usize> {
+        match self {
+            Watched::Root => Some(0),
+            Watched::Resources => Some(1),
+            Watched::Ancestor => None,
+        }
+    }
+}
+
+/// One watch the worker holds (always non-recursive).
 struct Armed {
-    recursive: bool,
+    what: Watched,
     /// Device and inode when armed: a root replaced under the same path needs a new watch.
     identity: Option<(u64, u64)>,
 }
@@ -220,6 +266,15 @@ struct Worker {
     next_recheck: Instant,
     /// Error kinds already written to stderr.
     logged: HashSet<String>,
+    /// Directories that could not be watched: never retried (no spinning on an exhausted
+    /// inotify budget).
+    failed: HashSet<PathBuf>,
+    /// The failure to hand to the next batch.
+    failure: Option<String>,
+    /// Whether a failure was handed over already (the editor is told once).
+    told: bool,
+    /// Test hook: watching this path fails as if the inotify budget were exhausted.
+    refuse: Option<(PathBuf, Arc<AtomicUsize>)>,
 }
 
 impl Worker {
@@ -246,7 +301,7 @@ impl Worker {
                 .is_some_and(|flush| Instant::now() >= flush)
             {
                 let batch = self.take_batch();
-                if !batch.paths.is_empty() {
+                if !batch.paths.is_empty() || batch.failure.is_some() {
                     let delivered =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| on_batch(batch)));
                     if delivered.is_err() {
@@ -272,9 +327,9 @@ impl Worker {
 
     fn take_batch(&mut self) -> ChangeBatch {
         if !self.to_scan.is_empty() {
-            // notify adds watches for new subdirectories right after delivering their creation;
-            // a round trip through its event loop makes sure that has happened, so nothing
-            // written after this listing can be missed.
+            // A resource folder that appeared was armed by the re-check its event triggered; a
+            // round trip through notify's event loop makes sure that watch is in place, so
+            // nothing written after this listing can be missed.
             self.barrier();
             for dir in std::mem::take(&mut self.to_scan) {
                 if let Some(depth) = self.depth(&dir) {
@@ -286,6 +341,7 @@ impl Worker {
         self.last_event = None;
         ChangeBatch {
             paths: std::mem::take(&mut self.pending).into_iter().collect(),
+            failure: self.failure.take(),
         }
     }
 
@@ -369,6 +425,10 @@ impl Worker {
             return;
         }
         let json = is_json_name(&name) && (1..=MAX_FILE_DEPTH).contains(&depth);
+        if depth == 1 && RESOURCE_DIRS.contains(&name.as_str()) {
+            // A resource folder appeared, vanished or moved: (un)watch it now.
+            self.recheck_now = true;
+        }
         match role {
             Role::Appeared { dir } => {
                 if dir.unwrap_or_else(|| path.is_dir()) {
@@ -460,24 +520,61 @@ impl Worker {
 
     // -- arming -------------------------------------------------------------------------------
 
-    /// What should be watched now: each existing root recursively, else its nearest existing
-    /// ancestor non-recursively; nothing twice.
-    fn desired(&self) -> HashMap<PathBuf, bool> {
-        let mut want: HashMap<PathBuf, bool> = HashMap::new();
+    /// What should be watched now, each directory on its own (non-recursively): every existing
+    /// root and its existing [`RESOURCE_DIRS`], else the root's nearest existing ancestor. A
+    /// linked resource folder is watched where it points (one watch); nothing below it, and no
+    /// other folder under a root, is ever watched. Folders that failed are left out.
+    fn desired(&self) -> HashMap<PathBuf, Watched> {
+        let mut want: HashMap<PathBuf, Watched> = HashMap::new();
         for root in &self.roots {
             if root.is_dir() {
-                want.insert(root.clone(), true);
+                want.insert(root.clone(), Watched::Root);
+                for name in RESOURCE_DIRS {
+                    let sub = root.join(name);
+                    if sub.is_dir() {
+                        want.entry(sub).or_insert(Watched::Resources);
+                    }
+                }
             } else if let Some(ancestor) = root.ancestors().skip(1).find(|a| a.is_dir()) {
-                want.entry(ancestor.to_path_buf()).or_insert(false);
+                want.entry(ancestor.to_path_buf())
+                    .or_insert(Watched::Ancestor);
             }
         }
-        let recursive: Vec<PathBuf> = want
-            .iter()
-            .filter(|(_, &r)| r)
-            .map(|(p, _)| p.clone())
-            .collect();
-        want.retain(|path, _| !recursive.iter().any(|r| r != path && path.starts_with(r)));
+        want.retain(|path, _| !self.failed.contains(path));
         want
+    }
+
+    /// Watches one directory, non-recursively.
+    fn watch(&mut self, path: &Path) -> notify::Result<()> {
+        if let Some((refused, attempts)) = &self.refuse {
+            if refused == path {
+                attempts.fetch_add(1, AtomicOrdering::SeqCst);
+                return Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+            }
+        }
+        self.notify.watch(path, RecursiveMode::NonRecursive)
+    }
+
+    /// A directory cannot be watched: it is left alone from now on, and the editor is told
+    /// (once).
+    fn watch_failed(&mut self, path: &Path, error: &notify::Error) {
+        self.failed.insert(path.to_path_buf());
+        self.log_error(&format!("cannot watch {}", path.display()), error);
+        if !self.told {
+            self.told = true;
+            let hint = if matches!(error.kind, notify::ErrorKind::MaxFilesWatch) {
+                " (the system's inotify watch limit is reached; raise fs.inotify.max_user_watches)"
+            } else {
+                ""
+            };
+            self.failure = Some(format!(
+                "Cannot watch {} for changes: {error}{hint}. Edits made outside the editor are not picked up; use Reload after making them.",
+                path.display()
+            ));
+            let now = Instant::now();
+            self.first_event.get_or_insert(now);
+            self.last_event = Some(now);
+        }
     }
 
     /// Brings the watches in line with the filesystem. With `report`, a root that just became
@@ -491,14 +588,18 @@ impl Worker {
                 .armed
                 .iter()
                 .filter(|(path, armed)| {
-                    desired.get(*path) != Some(&armed.recursive) || identity(path) != armed.identity
+                    desired.get(*path) != Some(&armed.what) || identity(path) != armed.identity
                 })
                 .map(|(path, _)| path.clone())
                 .collect();
             for path in stale {
                 // notify may already have dropped it (the directory was deleted).
                 let _ = self.notify.unwatch(&path);
-                if self.armed.remove(&path).is_some_and(|a| a.recursive) {
+                if self
+                    .armed
+                    .remove(&path)
+                    .is_some_and(|a| a.what.depth().is_some())
+                {
                     self.known_dirs.retain(|known| !known.starts_with(&path));
                     // The root went away or was replaced (perhaps with no event: an ancestor
                     // was renamed); whatever it held is gone.
@@ -508,29 +609,22 @@ impl Worker {
                 }
                 changed = true;
             }
-            for (path, recursive) in desired {
+            for (path, what) in desired {
                 if self.armed.contains_key(&path) {
                     continue;
                 }
-                let mode = if recursive {
-                    RecursiveMode::Recursive
-                } else {
-                    RecursiveMode::NonRecursive
-                };
-                match self.notify.watch(&path, mode) {
+                match self.watch(&path) {
                     Ok(()) => {
                         let identity = identity(&path);
-                        self.armed.insert(
-                            path.clone(),
-                            Armed {
-                                recursive,
-                                identity,
-                            },
-                        );
+                        self.armed.insert(path.clone(), Armed { what, identity });
                         changed = true;
-                        if recursive {
-                            self.known_dirs.retain(|known| !known.starts_with(&path));
-                            self.scan(&path, 0, report);
+                        if let Some(depth) = what.depth() {
+                            if depth == 0 {
+                                self.known_dirs.retain(|known| !known.starts_with(&path));
+                            } else {
+                                self.known_dirs.insert(path.clone());
+                            }
+                            self.scan(&path, depth, report);
                             if report {
                                 self.report(path);
                             }
@@ -541,9 +635,8 @@ impl Worker {
                         changed = true;
                     }
                     Err(e) => {
-                        // A partial recursive watch must not linger.
                         let _ = self.notify.unwatch(&path);
-                        self.log_error(&format!("cannot watch {}", path.display()), &e);
+                        self.watch_failed(&path, &e);
                     }
                 }
             }
@@ -609,7 +702,7 @@ mod tests {
     use super::*;
     use forge_core::workspace::{FileRef, Store as _};
     use std::fs;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     /// Generous: the suite must pass on a loaded two-core machine.
     const DEADLINE: Duration = Duration::from_secs(10);
@@ -638,6 +731,7 @@ mod tests {
             let config = WatchConfig {
                 roots: forge_roots(&store, true),
                 debounce,
+                refuse: None,
             };
             let watcher = spawn(config, move |batch| {
                 let _ = tx.lock().unwrap().send((Instant::now(), batch));
@@ -704,7 +798,8 @@ mod tests {
             assert_eq!(
                 batches,
                 vec![ChangeBatch {
-                    paths: vec![sentinel]
+                    paths: vec![sentinel],
+                    failure: None,
                 }],
                 "unexpected changes reported"
             );
@@ -1007,6 +1102,7 @@ mod tests {
             WatchConfig {
                 roots: vec![root.clone()],
                 debounce: TEST_DEBOUNCE,
+                refuse: None,
             },
             move |batch| {
                 if batch.paths.iter().any(|p| p.ends_with("boom.json")) {
@@ -1076,6 +1172,128 @@ mod tests {
         assert!(!is_ignored_name("prompt-stacks"));
         assert!(is_json_name("x.json"));
         assert!(!is_json_name(".json"));
+    }
+
+    /// The inodes this process's inotify instances watch (`/proc/self/fdinfo`).
+    #[cfg(target_os = "linux")]
+    fn watched_inodes() -> BTreeSet<u64> {
+        let mut inodes = BTreeSet::new();
+        for entry in fs::read_dir("/proc/self/fdinfo").unwrap().flatten() {
+            let Ok(text) = fs::read_to_string(entry.path()) else {
+                continue;
+            };
+            for line in text.lines().filter(|l| l.starts_with("inotify wd:")) {
+                let ino = line
+                    .split_whitespace()
+                    .find_map(|field| field.strip_prefix("ino:"))
+                    .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+                inodes.extend(ino);
+            }
+        }
+        inodes
+    }
+
+    #[cfg(target_os = "linux")]
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(path).unwrap().ino()
+    }
+
+    /// Issue 16, point 7: only the roots and their resource folders are watched; deeper
+    /// folders, other folders and linked trees cost no watch.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_roots_and_resource_folders_are_watched() {
+        let outside = tempfile::tempdir().unwrap();
+        let big = outside.path().join("big");
+        fs::create_dir_all(big.join("a/b/c")).unwrap();
+        let big_for_setup = big.clone();
+        let h = Harness::start(TEST_DEBOUNCE, move |project, global| {
+            with_stacks_dir(project, global);
+            let forge = project.join(".pi/forge");
+            fs::create_dir_all(forge.join("prompt-stacks/nested/deeper")).unwrap();
+            fs::create_dir_all(forge.join("payloads/old")).unwrap();
+            std::os::unix::fs::symlink(&big_for_setup, forge.join("linked-tree")).unwrap();
+            std::os::unix::fs::symlink(&big_for_setup, forge.join("agent-profiles")).unwrap();
+        });
+        let forge = h.project.join(".pi/forge");
+        let watched = watched_inodes();
+        for path in [forge.clone(), h.stacks()] {
+            assert!(
+                watched.contains(&inode(&path)),
+                "{} is not watched",
+                path.display()
+            );
+        }
+        // A linked resource folder is watched where it points (one watch), nothing below it.
+        assert!(watched.contains(&inode(&big)));
+        for path in [
+            h.stacks().join("nested"),
+            h.stacks().join("nested/deeper"),
+            forge.join("payloads"),
+            forge.join("payloads/old"),
+            big.join("a"),
+            big.join("a/b"),
+            big.join("a/b/c"),
+        ] {
+            assert!(
+                !watched.contains(&inode(&path)),
+                "{} is watched",
+                path.display()
+            );
+        }
+        // Still live: a file in the linked resource folder.
+        let p = forge.join("agent-profiles/p.json");
+        fs::write(big.join("p.json"), b"{}").unwrap();
+        h.until(&p);
+    }
+
+    /// Issue 16, point 7: a folder that cannot be watched is reported once and not retried.
+    #[test]
+    fn a_folder_that_cannot_be_watched_is_reported_once_and_not_retried() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("forge");
+        fs::create_dir_all(root.join("prompt-stacks")).unwrap();
+        let stacks = root.join("prompt-stacks");
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let watcher = spawn(
+            WatchConfig {
+                roots: vec![root.clone()],
+                debounce: TEST_DEBOUNCE,
+                refuse: Some((stacks.clone(), Arc::clone(&attempts))),
+            },
+            move |batch| {
+                let _ = tx.lock().unwrap().send(batch);
+            },
+        )
+        .unwrap();
+        let first = rx.recv_timeout(DEADLINE).unwrap();
+        assert_eq!(
+            first.failure.as_deref(),
+            Some(format!(
+                "Cannot watch {} for changes: OS file watch limit reached. (the system's inotify watch limit is reached; raise fs.inotify.max_user_watches). Edits made outside the editor are not picked up; use Reload after making them.",
+                stacks.display()
+            ).as_str())
+        );
+        // The root itself is still watched. A new resource folder makes the worker re-check its
+        // watches before that batch is delivered: the failed folder is not tried again, and no
+        // second failure is reported.
+        let profiles = root.join("agent-profiles");
+        fs::create_dir_all(&profiles).unwrap();
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let batch = rx
+                .recv_timeout(end.saturating_duration_since(Instant::now()))
+                .unwrap();
+            assert_eq!(batch.failure, None);
+            if batch.paths.contains(&profiles) {
+                break;
+            }
+        }
+        assert_eq!(attempts.load(AtomicOrdering::SeqCst), 1);
+        drop(watcher);
     }
 
     #[test]

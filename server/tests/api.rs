@@ -1343,3 +1343,99 @@ fn assets_are_public_content_hashed_immutable_and_compressed() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// Issue 16, points 4 and 5 over HTTP: a file too large to read is shown with the reason and
+/// refused with 409 `unreadable` (not a confusing 400 for `If-Match: ""`); a read-only file is
+/// refused with 409 `read_only` and left as it is.
+#[test]
+fn unreadable_and_read_only_files_are_refused_with_a_reason() {
+    let f = Fixture::new();
+    let big = f.stack_path("big");
+    std::fs::write(&big, vec![b' '; 8 * 1024 * 1024 + 1]).unwrap();
+    let (status, _, _) = f.send(Method::POST, "/api/reload", &json!({}));
+    assert_eq!(status, StatusCode::OK);
+    let view = f.get_json("/api/stacks/project:big");
+    let reason = format!(
+        "Failed to read prompt stack: {} is larger than 8388608 bytes",
+        big.display()
+    );
+    assert_eq!(view["unreadable"], json!(reason));
+    assert_eq!(view["revision"], "");
+    let response = f
+        .req(Method::PUT, "/api/stacks/project:big")
+        .header("if-match", "\"\"")
+        .json(&json!({"stack": {"id": "big", "items": []}}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["code"], "unreadable");
+    assert_eq!(
+        body["error"],
+        json!(format!(
+            "{} cannot be changed from pi-forge: {reason}",
+            big.display()
+        ))
+    );
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 8 * 1024 * 1024 + 1);
+    // A readable stack has no `unreadable` member.
+    assert_eq!(f.get_json("/api/stacks/alpha").get("unreadable"), None);
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let alpha = f.stack_path("alpha");
+        std::fs::set_permissions(&alpha, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let view = f.get_json("/api/stacks/alpha");
+        let response = f
+            .req(Method::PUT, "/api/stacks/alpha")
+            .header(
+                "if-match",
+                format!("\"{}\"", view["revision"].as_str().unwrap()),
+            )
+            .json(&json!({"stack": {"id": "alpha", "items": []}}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let body: Value = response.json().unwrap();
+        assert_eq!(body["code"], "read_only");
+        assert_eq!(
+            body["error"],
+            json!(format!("{} is read-only; pi-forge does not replace a file you made read-only (make it writable, then save again)", alpha.display()))
+        );
+        assert_eq!(std::fs::read_to_string(&alpha).unwrap(), ALPHA);
+    }
+}
+
+/// Issue 16, point 2: a resource folder that cannot be listed is a workspace problem in
+/// `GET /api/meta` and the stack list (path and reason), and what could be read is still served.
+#[test]
+fn workspace_problems_are_reported_and_the_rest_still_loads() {
+    let dirs = Dirs::new();
+    dirs.write(&format!("{STACK_DIR}/alpha.json"), ALPHA);
+    // A file where the profiles folder should be.
+    let profiles = dirs.write(".pi/forge/agent-profiles", "not a folder");
+    let server = Server::start(&dirs, &[], &[]);
+    let f = Fixture {
+        dirs,
+        server,
+        client: client(),
+    };
+    let expected = json!([{
+        "level": "error",
+        "message": format!(
+            "Cannot list project profile directory: Cannot access {}: Not a directory (os error 20)",
+            profiles.display()
+        ),
+    }]);
+    let meta = f.get_json("/api/meta");
+    assert_eq!(meta["problems"], expected);
+    let list = f.get_json("/api/stacks");
+    assert_eq!(list["problems"], expected);
+    assert_eq!(list["stacks"][0]["selector"], "project:alpha");
+    // Fixed on disk and reloaded: the problem is gone.
+    std::fs::remove_file(&profiles).unwrap();
+    let (status, _, _) = f.send(Method::POST, "/api/reload", &json!({}));
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(f.get_json("/api/meta")["problems"], json!([]));
+}

@@ -374,3 +374,44 @@ fn an_untrusted_project_never_saves_captures() {
     assert_eq!(list["armed"]["by"], "web");
     assert!(!h._dirs.project().join(".pi/forge/payloads").exists());
 }
+
+/// Issue 16, point 1 on the live path: a runaway regex rule in the active Preset ends the
+/// turn's compile with the budget error (the turn is aborted: nothing is sent), not a hang.
+#[test]
+fn a_runaway_rule_in_the_active_preset_aborts_the_turn_with_the_budget_error() {
+    let dirs = Dirs::new();
+    let runaway = json!({
+        "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": "runaway", "mode": "replace",
+        "regex": {"schemaVersion": 1, "rules": [
+            {"id": "nested", "stage": "compiled", "targets": ["system"], "pattern": "(a+)+$", "replace": "x"}
+        ]},
+        // Without a budget, 2^40 ways to split the run: the turn would never be answered.
+        "items": [{"id": "sys", "kind": "block", "role": "system", "content": format!("{}!", "a".repeat(40))}]
+    });
+    dirs.write(".pi/forge/prompt-stacks/runaway.json", &runaway.to_string());
+    let server = Server::start(&dirs, &[], &[]);
+    let h = Host {
+        _dirs: dirs,
+        server,
+        client: Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+    };
+    let (status, welcome) = h.post("/api/host/hello", &hello_with("s1", "project:runaway"));
+    assert_eq!(status, StatusCode::OK, "{welcome}");
+    assert_eq!(welcome["activeStackId"], "project:runaway");
+    let id = welcome["hostId"].as_str().unwrap().to_string();
+    let turn = json!({"sessionId": "s1", "prompt": "hi", "clock": {"epochMs": 0, "utcOffsetMinutes": 0}, "facts": {}});
+    let (status, body) = h.post(&format!("/api/host/{id}/turn"), &turn.to_string());
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["active"], true);
+    assert_eq!(body["stackId"], "project:runaway");
+    assert!(body["abort"].is_string(), "{body}");
+    assert!(body.get("systemPrompt").is_none(), "{body}");
+    let errors = support::error_messages(&body);
+    assert_eq!(
+        errors,
+        vec!["Regex rule nested exceeded its time budget (20000000 steps of the regex engine) in compiled/system: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+)."]
+    );
+}

@@ -216,3 +216,60 @@ fn the_demo_serves_seeded_resources() {
         "the demo writes no state file"
     );
 }
+
+/// Issue 16, point 6: the browser is opened through a user-only launch page; the token is never
+/// an argument of the opener (readable by every local user in the process list) nor in stderr.
+#[cfg(unix)]
+#[test]
+fn the_browser_opens_a_user_only_launch_page_and_never_sees_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let dirs = Dirs::new();
+    let argv_file = dirs.root.path().join("opener-args.txt");
+    let opener = dirs.root.path().join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}.part' && mv '{0}.part' '{0}'\n",
+            argv_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project = dirs.project();
+    let project_text = project.to_str().unwrap().to_string();
+    let opener_text = opener.to_str().unwrap().to_string();
+    let mut cmd = dirs.command(&["ui", "--port", "0", "--project", &project_text]);
+    cmd.env("PI_FORGE_BROWSER", &opener_text);
+    let mut server = Server::from_command(&dirs, &mut cmd);
+    // The opener runs right after the URL is printed; give it a generous while.
+    let mut waited = 0;
+    while !argv_file.exists() && waited < 300 {
+        std::thread::sleep(Duration::from_millis(50));
+        waited += 1;
+    }
+    let args = std::fs::read_to_string(&argv_file).expect("the opener ran");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args.len(), 1, "{args:?}");
+    assert!(!args[0].contains(&server.token), "{args:?}");
+    let page = std::path::PathBuf::from(args[0].strip_prefix("file://").unwrap());
+    assert_eq!(
+        page.parent().unwrap(),
+        dirs.run_dir().join("pi-forge").as_path()
+    );
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!("content=\"0;url={}\"", server.url)),
+        "{html}"
+    );
+    assert!(!server.stderr().contains(&server.token));
+    // Stopping the server removes the page.
+    let pid = server.child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+    assert!(!page.exists());
+}

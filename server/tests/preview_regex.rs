@@ -181,3 +181,34 @@ fn preview_api_matches_the_original_on_issue_19_examples() {
     let body = f.preview("draft", &json!({"stack": draft}));
     assert_eq!(system_prompt(&body), r#"{"2":2,"b":1} {"2":2,"b":1}"#);
 }
+
+/// Issue 16, point 1: a catastrophic rule on a long message ends with an error naming the rule,
+/// and the server answers other requests while it runs.
+#[test]
+fn runaway_rule_ends_with_a_budget_error_while_the_server_keeps_answering() {
+    let f = Fixture::new();
+    let draft = json!({"id": "draft", "regex": {"rules": [
+        { "id": "nested", "stage": "history", "pattern": "(a+)+$", "replace": "x" }
+    ]}, "items": [{"kind": "slot", "id": "history", "slot": "chat-history"}]});
+    // Without a budget this is 2^40 ways to split the run: it would never end.
+    let long = format!("{}!", "a".repeat(40));
+    let messages = json!([{"role": "user", "content": long, "timestamp": 1}]);
+    let body = json!({"stack": draft, "messages": messages});
+    std::thread::scope(|scope| {
+        let preview = scope.spawn(|| f.preview("draft", &body));
+        // Meanwhile the server answers.
+        let meta = f
+            .client
+            .get(f.server.url("/api/meta"))
+            .header("x-pi-forge-token", &f.server.token)
+            .send()
+            .unwrap();
+        assert_eq!(meta.status(), StatusCode::OK);
+        let answer = preview.join().unwrap();
+        let errors = support::error_messages(&answer);
+        assert_eq!(
+            errors,
+            vec!["Regex rule nested exceeded its time budget (20000000 steps of the regex engine) in history/messages: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+)."]
+        );
+    });
+}

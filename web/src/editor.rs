@@ -181,6 +181,11 @@ fn Editor() -> impl IntoView {
                     <button class="dismiss" on:click=move |_| app.live_error.set(None)>"Dismiss"</button>
                 </div>
             })}
+            {move || ed.loaded.with(|l| l.as_ref().and_then(|l| l.unreadable.clone())).map(|reason| view! {
+                <div class="banner error read-only" role="alert">
+                    {format!("Read-only: {reason}. pi-forge cannot save or delete this file.")}
+                </div>
+            })}
             <DiskBanner/>
             <ConflictView/>
             {move || unparsable.get().then(|| view! {

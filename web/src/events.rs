@@ -40,7 +40,8 @@ pub fn connect(app: App) {
         let Ok(event) = serde_json::from_str::<Value>(&text) else {
             return;
         };
-        let mut stacks = false;
+        // Workspace problems changed: the stack list carries them.
+        let mut stacks = event.get("problems").is_some();
         for change in arr(&event, "changes") {
             let key = s(change, "key");
             let revision = change

@@ -22,6 +22,8 @@ struct Editing {
     selector: Option<String>,
     revision: Option<String>,
     saved: Value,
+    /// Why the file could not be read: the profile is shown read-only with this reason.
+    unreadable: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -226,6 +228,7 @@ fn new_profile(p: Profiles) {
         selector: None,
         revision: None,
         saved: draft,
+        unreadable: None,
     }));
 }
 
@@ -241,6 +244,7 @@ fn start_edit(p: Profiles, selector: String) {
                 selector: Some(selector),
                 revision: opt_s(&v, "revision"),
                 saved: profile,
+                unreadable: opt_s(&v, "unreadable"),
             }));
         }
     });
@@ -749,6 +753,7 @@ fn ProfileEditor() -> impl IntoView {
     let p = expect_context::<Profiles>();
     let editing = move || p.editing.get();
     let is_new = move || editing().is_some_and(|e| e.selector.is_none());
+    let unreadable = move || editing().and_then(|e| e.unreadable);
     let get = move |path: &'static str| p.draft.with(|d| jp::get_str(d, path));
     let set = move |path: &'static str, v: Option<Value>| {
         p.draft.update(|d| jp::set(d, path, v));
@@ -850,12 +855,17 @@ fn ProfileEditor() -> impl IntoView {
                     <Show when=move || dirty(p)><span class="badge dirty">"unsaved"</span></Show>
                 </div>
                 <div class="actions">
-                    <button class="primary save-profile" disabled=move || !(dirty(p) || is_new()) || id_problem().is_some()
+                    <button class="primary save-profile" disabled=move || !(dirty(p) || is_new()) || id_problem().is_some() || unreadable().is_some()
                         on:click=move |_| save(app, p, None)>{move || if is_new() { "Create" } else { "Save" }}</button>
                     <button class="validate-profile" on:click=validate>"Validate"</button>
                     <button class="cancel" on:click=cancel>"Cancel"</button>
                 </div>
             </div>
+            {move || unreadable().map(|reason| view! {
+                <div class="banner error read-only" role="alert">
+                    {format!("Read-only: {reason}. pi-forge cannot save or delete this file.")}
+                </div>
+            })}
             {move || p.disk_changed.get().then(|| view! {
                 <div class="banner warn disk-changed" role="alert">
                     <span>"This profile changed on disk. Your unsaved changes are still here."</span>

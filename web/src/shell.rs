@@ -126,6 +126,15 @@ pub fn Shell() -> impl IntoView {
                     {move || if app.dark.get() { "☀" } else { "☾" }}
                 </button>
             </header>
+            {move || {
+                let problems = app.problems.get();
+                (!problems.is_empty()).then(|| view! {
+                    <div class="banner error workspace-problems" role="alert">
+                        <ul>{problems.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
+                        <button class="reload" on:click=move |_| state::reload_workspace(app)>"Reload"</button>
+                    </div>
+                })
+            }}
             {move || match app.surface.get() {
                 Surface::Presets => view! { <PresetsSurface/> }.into_any(),
                 Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),

@@ -85,6 +85,9 @@ pub struct Loaded {
     /// The file's JSON (`Null` when the file is not JSON).
     pub saved: Value,
     pub server_diagnostics: Vec<Value>,
+    /// Why the file could not be read (too large, not a regular file, …): the editor shows it
+    /// read-only with this reason.
+    pub unreadable: Option<String>,
 }
 
 /// A save refused because the file changed: what is on disk now.
@@ -250,7 +253,8 @@ impl StackEditor {
     }
 
     pub fn can_save(&self) -> bool {
-        self.loaded.with(Option::is_some)
+        self.loaded
+            .with(|l| l.as_ref().is_some_and(|l| l.unreadable.is_none()))
             && self.dirty.get()
             && self.errors.get() == 0
             && !self.busy.get()
@@ -277,6 +281,9 @@ pub struct App {
     /// Counts `live` events; a `GET /api/live` sent before the newest one is dropped.
     live_seq: StoredValue<u64>,
     pub cwd: RwSignal<String>,
+    /// Workspace-level problems (a resource folder that cannot be listed, a watcher that
+    /// stopped): shown as a banner until a reload clears them.
+    pub problems: RwSignal<Vec<String>>,
     pub status: RwSignal<(String, Tone)>,
     pub dialog: RwSignal<Option<Dialog>>,
     pub dark: RwSignal<bool>,
@@ -311,6 +318,7 @@ impl App {
             live_error: RwSignal::new(None),
             live_seq: StoredValue::new(0),
             cwd: RwSignal::new(String::new()),
+            problems: RwSignal::new(Vec::new()),
             status: RwSignal::new(("Loading…".into(), Tone::Info)),
             dialog: RwSignal::new(None),
             dark: RwSignal::new(false),
@@ -368,6 +376,16 @@ pub fn app() -> App {
 }
 
 /// Refetches the stack list; when nothing is open, opens the active stack or the first one.
+/// The banner's Reload: the server reads the workspace again, then the list follows.
+pub fn reload_workspace(app: App) {
+    spawn_local(async move {
+        match api::post("/api/reload", &json!({})).await {
+            Ok(_) => refresh_stacks(app),
+            Err(e) => app.say(e.message, Tone::Error),
+        }
+    });
+}
+
 pub fn refresh_stacks(app: App) {
     let my = app.list_seq.get_value() + 1;
     app.list_seq.set_value(my);
@@ -385,6 +403,12 @@ pub fn refresh_stacks(app: App) {
                 app.trusted
                     .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
                 app.cwd.set(s(&v, "cwd"));
+                app.problems.set(
+                    arr(&v, "problems")
+                        .iter()
+                        .map(|d| s(d, "message"))
+                        .collect(),
+                );
                 app.stacks.set(rows);
                 let first_load = !app.stacks_loaded.get_untracked();
                 if first_load {
@@ -472,6 +496,10 @@ fn loaded_from(view: &Value) -> Loaded {
         revision: s(view, "revision"),
         saved: view.get("stack").cloned().unwrap_or(Value::Null),
         server_diagnostics: arr(view, "diagnostics").to_vec(),
+        unreadable: view
+            .get("unreadable")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     }
 }
 

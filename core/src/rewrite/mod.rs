@@ -255,6 +255,8 @@ fn count(value: Option<&Value>, valid: fn(&Value) -> bool) -> Option<usize> {
 struct Stats {
     matches: usize,
     changed_segments: usize,
+    /// The rule ran out of its step budget ([`RULE_STEP_BUDGET`]).
+    spent: bool,
 }
 
 impl Rule {
@@ -294,8 +296,16 @@ impl Stats {
         }
     }
 
-    /// The I for a rule that matched, or nothing.
+    /// The E for a rule that ran out of steps, then the I for a rule that matched, or nothing.
     fn report(&self, rule: &Rule, stage: &str, target: Target, out: &mut Vec<Diagnostic>) {
+        if self.spent {
+            out.push(Diagnostic::error(format!(
+                "Regex rule {} exceeded its time budget ({RULE_STEP_BUDGET} steps of the regex engine) in {}/{}: the pattern backtracks catastrophically on this text. Simplify it (no nested quantifiers such as (a+)+).",
+                rule.id,
+                stage,
+                target.as_str()
+            )));
+        }
         if self.matches > 0 {
             out.push(Diagnostic::info(format!(
                 "Regex rule {} matched {} time(s) and changed {} text segment(s) in {}/{}.",
@@ -307,6 +317,21 @@ impl Stats {
             )));
         }
     }
+}
+
+/// Steps of the regex engine one rule may take in one stage, over all the texts it runs on
+/// (about a tenth of a second of matching). A rule that needs more is stopped: its remaining
+/// matches fail, and an error diagnostic names it (`Regex rule <id> exceeded its time budget …`).
+pub const RULE_STEP_BUDGET: u64 = 20_000_000;
+
+/// Runs `run` with a fresh [`RULE_STEP_BUDGET`] for the regex engine on this thread; true when
+/// the budget ran out. The engine is unlimited again afterwards.
+fn within_budget<R>(run: impl FnOnce() -> R) -> (R, bool) {
+    regress::budget::set(RULE_STEP_BUDGET);
+    let result = run();
+    let spent = regress::budget::exhausted();
+    regress::budget::set(u64::MAX);
+    (result, spent)
 }
 
 /// Runs the history-stage outgoing rules over one chat-history slot's messages. `targets` is
@@ -330,8 +355,11 @@ pub fn apply_compiled_system(rules: &[Rule], text: String) -> (String, Vec<Diagn
         .iter()
         .filter(|r| r.selected(Stage::Compiled, Effect::Outgoing, Target::System))
     {
-        let edit = apply_to_text(rule, &text);
-        let mut stats = Stats::default();
+        let (edit, spent) = within_budget(|| apply_to_text(rule, &text));
+        let mut stats = Stats {
+            spent,
+            ..Stats::default()
+        };
         stats.add(&edit);
         stats.report(
             rule,
@@ -399,7 +427,10 @@ fn apply_messages<M: MessageSlot>(
         .filter(|r| r.selected(stage, Effect::Outgoing, Target::Messages))
     {
         let mut stats = Stats::default();
-        transform_messages(messages, rule, &mut stats);
+        let ((), spent) = within_budget(|| {
+            transform_messages(messages, rule, &mut stats);
+        });
+        stats.spent = spent;
         stats.report(rule, stage.as_str(), Target::Messages, &mut diagnostics);
     }
     diagnostics
@@ -421,7 +452,10 @@ pub fn finalize(rules: &[Rule], message: &Value) -> Option<(Value, Vec<Diagnosti
         .filter(|r| r.selected(Stage::Compiled, Effect::Finalize, Target::Messages))
     {
         let mut stats = Stats::default();
-        changed |= transform_messages(&mut list, rule, &mut stats);
+        let (rule_changed, spent) =
+            within_budget(|| transform_messages(&mut list, rule, &mut stats));
+        changed |= rule_changed;
+        stats.spent = spent;
         stats.report(rule, "finalize", Target::Messages, &mut diagnostics);
     }
     if !changed {

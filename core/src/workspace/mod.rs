@@ -17,7 +17,10 @@ mod resolve;
 pub use resolve::{
     AutoProfile, CapabilityResolveError, ProfileStackError, Resolved, RestoredStack,
 };
-pub use store::{Dir, Fault, FileRef, FsStore, Listed, MemStore, Store, StoreError};
+pub use store::{
+    is_temp_name, Dir, Fault, FileRef, FsStore, Listed, MemStore, Store, StoreError,
+    MAX_FILE_BYTES, STALE_TEMP_AGE,
+};
 
 use crate::capability::{self, ParsedCapability};
 use crate::config::{self, ParsedConfig};
@@ -74,6 +77,11 @@ pub struct Loaded<T> {
 impl<T> Loaded<T> {
     pub fn usable(&self) -> bool {
         diag::is_usable(&self.diagnostics)
+    }
+    /// Why the file could not be read (too large, not a regular file, a refused link, an I/O
+    /// error): such an entry has no revision and cannot be saved or deleted from pi-forge.
+    pub fn unreadable(&self) -> Option<&str> {
+        unreadable_reason(&self.revision, &self.diagnostics)
     }
     /// True for a file in the legacy `.pi/prompt-stacks/` directory.
     pub fn is_legacy(&self) -> bool {
@@ -167,6 +175,22 @@ impl Codec for ParsedCapability {
     fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }
+}
+
+/// The reason behind an empty revision: the fault's error diagnostic.
+pub(crate) fn unreadable_reason<'a>(
+    revision: &str,
+    diagnostics: &'a [Diagnostic],
+) -> Option<&'a str> {
+    if !revision.is_empty() {
+        return None;
+    }
+    Some(
+        diagnostics
+            .iter()
+            .find(|d| d.is_error())
+            .map_or("the file could not be read", |d| d.message.as_str()),
+    )
 }
 
 fn load_file<T: Codec>(store: &dyn Store, listed: &Listed, opts: &LoadOptions) -> Loaded<T> {

@@ -119,6 +119,13 @@ pub enum ServiceError {
     /// 403 `invalid_path`.
     #[error("{0}")]
     InvalidPath(String),
+    /// 409 `read_only`: the file is read-only on disk; pi-forge does not replace or delete it.
+    #[error("{0}")]
+    ReadOnly(String),
+    /// 409 `unreadable`: the file could not be read (too large, not a regular file, …), so it
+    /// has no revision to save over.
+    #[error("{path} cannot be changed from pi-forge: {reason}")]
+    Unreadable { path: String, reason: String },
     /// 500 `io`.
     #[error("{0}")]
     Io(String),
@@ -133,7 +140,9 @@ impl ServiceError {
             ServiceError::Ambiguous { .. }
             | ServiceError::Exists { .. }
             | ServiceError::AutoActivateConflict { .. }
-            | ServiceError::Stale { .. } => 409,
+            | ServiceError::Stale { .. }
+            | ServiceError::ReadOnly(_)
+            | ServiceError::Unreadable { .. } => 409,
             ServiceError::MissingRevision => 428,
             ServiceError::Io(_) => 500,
         }
@@ -151,6 +160,8 @@ impl ServiceError {
             ServiceError::Stale { .. } => "stale_revision",
             ServiceError::MissingRevision => "revision_required",
             ServiceError::InvalidPath(_) => "invalid_path",
+            ServiceError::ReadOnly(_) => "read_only",
+            ServiceError::Unreadable { .. } => "unreadable",
             ServiceError::Io(_) => "io",
         }
     }
@@ -319,6 +330,18 @@ pub fn parse_scope(value: Option<&Value>) -> Result<Scope, ServiceError> {
         Some(other) => other.as_str().and_then(Scope::parse).ok_or_else(|| {
             ServiceError::invalid("scope must be \"project\" or \"global\".", Some("scope"))
         }),
+    }
+}
+
+/// A file that could not be read has no revision: saving or deleting it is refused with the
+/// reason (409 `unreadable`), not with a confusing revision error.
+fn check_readable(target: &Target<'_>) -> Result<(), ServiceError> {
+    match super::unreadable_reason(target.revision, target.diagnostics) {
+        Some(reason) => Err(ServiceError::Unreadable {
+            path: target.path.to_string(),
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -706,6 +729,11 @@ fn store_error(
             path,
         },
         StoreError::InvalidPath(_) => ServiceError::InvalidPath(e.to_string()),
+        StoreError::ReadOnly(_) => ServiceError::ReadOnly(e.to_string()),
+        StoreError::TooLarge { path, limit } => ServiceError::Unreadable {
+            path,
+            reason: format!("it is larger than {limit} bytes"),
+        },
         other => ServiceError::Io(other.to_string()),
     }
 }
@@ -810,6 +838,7 @@ pub fn update(
     let existing = resolve_for_write(snapshot, kind, selector)?;
     let scope = existing.key.scope;
     check_trust(snapshot, scope, kind, Action::Save)?;
+    check_readable(&existing)?;
     let expected = require_revision(kind, expected_revision)?;
     let prepared = prepare(kind, scope, body, Some(&existing))?;
     check_auto_activate(snapshot, kind, scope, body, Some(existing.file))?;
@@ -829,6 +858,7 @@ pub fn delete(
     }
     let existing = resolve_for_write(snapshot, kind, selector)?;
     check_trust(snapshot, existing.key.scope, kind, Action::Delete)?;
+    check_readable(&existing)?;
     let expected = require_revision(kind, expected_revision)?;
     store
         .delete(existing.file, &expected)

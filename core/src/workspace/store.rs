@@ -9,6 +9,12 @@
 //!   mismatch is a [`StoreError::Conflict`] carrying the current revision — never an overwrite;
 //! - creates are exclusive;
 //! - a failed write leaves the previous bytes in place (temp file + fsync + rename).
+//!
+//! Symbolic links ([`FsStore`]) are followed for reading, and for saving in place: the link's
+//! target is replaced through a temp file beside it, the link stays. New files are created in
+//! the resource folder (through a linked folder, in its target); a delete removes the folder's
+//! entry, never a link's target. A write whose real location lies outside the project, the
+//! global directory and the folders of [`FsStore::allow_writes_under`] is refused.
 
 use crate::canonical::revision;
 use crate::id::Scope;
@@ -38,6 +44,16 @@ pub enum Dir {
 }
 
 impl Dir {
+    /// Every resource directory.
+    pub const ALL: [Dir; 6] = [
+        Dir::Stacks,
+        Dir::LegacyStacks,
+        Dir::Profiles,
+        Dir::Capabilities,
+        Dir::Root,
+        Dir::Payloads,
+    ];
+
     /// Path of this directory relative to the scope anchor (the project's cwd or the global root).
     pub fn relative(self, scope: Scope) -> &'static str {
         match (scope, self) {
@@ -129,6 +145,8 @@ pub enum StoreError {
     },
     #[error("{path} is larger than {limit} bytes")]
     TooLarge { path: String, limit: u64 },
+    #[error("{0} is read-only; pi-forge does not replace a file you made read-only (make it writable, then save again)")]
+    ReadOnly(String),
     #[error("Cannot access {path}: {message}")]
     Io { path: String, message: String },
     #[error("No {0} directory is configured")]
@@ -143,6 +161,7 @@ impl StoreError {
             StoreError::Missing(_) => "not_found",
             StoreError::Conflict { .. } => "stale_revision",
             StoreError::TooLarge { .. } => "too_large",
+            StoreError::ReadOnly(_) => "read_only",
             StoreError::Io { .. } => "io",
             StoreError::NoAnchor(_) => "no_anchor",
         }
@@ -153,7 +172,7 @@ impl StoreError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listed {
     pub file: FileRef,
-    /// Set when the entry cannot be read safely (a symlink leaving the scope, a directory, …).
+    /// Set when the entry cannot be read (a directory, a dangling link, a link loop, …).
     pub refused: Option<String>,
 }
 
@@ -186,6 +205,8 @@ fn sort_utf16(names: &mut [String]) {
 pub enum Fault {
     /// Write and fsync the temp file, then stop as if the process died before the rename.
     CrashBeforeRename,
+    /// Behave as on a filesystem without hard links (FAT, some network mounts) for one create.
+    NoHardLinks,
 }
 
 /// The real store: files under the project's cwd and the global forge root.
@@ -193,6 +214,8 @@ pub enum Fault {
 pub struct FsStore {
     project: Option<PathBuf>,
     global: PathBuf,
+    /// Folders writes may land in, links followed, besides the two anchors (the user's home).
+    write_roots: Vec<PathBuf>,
     /// Serializes check-then-write sequences within this process, so concurrent saves from one
     /// base revision yield exactly one winner.
     write_lock: Mutex<()>,
@@ -206,9 +229,17 @@ impl FsStore {
         FsStore {
             project,
             global,
+            write_roots: Vec::new(),
             write_lock: Mutex::new(()),
             fault: Mutex::new(None),
         }
+    }
+
+    /// Also lets writes land under `dir` (the user's home, where stow or chezmoi keep the
+    /// targets of linked dotfiles). The project and the global directory are always allowed.
+    pub fn allow_writes_under(mut self, dir: PathBuf) -> FsStore {
+        self.write_roots.push(dir);
+        self
     }
 
     /// Arms a fault for the next write (tests only).
@@ -239,45 +270,81 @@ impl FsStore {
         Ok(self.dir_path(file.scope, file.dir)?.join(&file.name))
     }
 
-    /// Refuses a target when any existing component below the anchor is a symlink, or the target
-    /// is not a regular file.
-    fn check_safe(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
-        let anchor = self.anchor(file.scope)?;
-        let mut current = anchor.to_path_buf();
-        let rel = file.relative_path();
-        for part in rel.split('/') {
-            current.push(part);
-            match fs::symlink_metadata(&current) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(StoreError::InvalidPath(format!(
-                        "{} is a symbolic link",
-                        current.display()
-                    )))
-                }
-                Ok(meta) if part == file.name && !meta.is_file() => {
-                    return Err(StoreError::InvalidPath(format!(
-                        "{} is not a regular file",
-                        current.display()
-                    )))
-                }
-                _ => {}
+    /// The real directory `file` lives in (links followed), created when `create` is set, and
+    /// refused when it lies outside the folders pi-forge may write to ([`Self::check_writable`]).
+    fn real_dir(&self, file: &FileRef, create: bool) -> Result<PathBuf, StoreError> {
+        let dir = self.dir_path(file.scope, file.dir)?;
+        let display = dir.display().to_string();
+        if create {
+            // Folders are only ever created below a place pi-forge may write to.
+            if let Some(existing) = dir.ancestors().find(|a| a.exists()) {
+                let real = fs::canonicalize(existing)
+                    .map_err(|e| io_err(&existing.display().to_string(), e))?;
+                self.check_writable(&real)?;
+            }
+            fs::create_dir_all(&dir).map_err(|e| io_err(&display, e))?;
+        }
+        let real = fs::canonicalize(&dir).map_err(|e| io_or_missing(&display, e))?;
+        self.check_writable(&real)?;
+        Ok(real)
+    }
+
+    /// The real file behind `file` (links followed): it must exist, be a regular file and lie
+    /// inside the folders pi-forge may write to.
+    fn real_file(&self, file: &FileRef) -> Result<PathBuf, StoreError> {
+        let path = self.path(file)?;
+        let display = path.display().to_string();
+        let real = fs::canonicalize(&path).map_err(|e| io_or_missing(&display, e))?;
+        let meta = fs::metadata(&real).map_err(|e| io_or_missing(&display, e))?;
+        if !meta.is_file() {
+            return Err(not_regular(&display, &meta));
+        }
+        self.check_writable(&real)?;
+        Ok(real)
+    }
+
+    /// Refuses a real (canonical) path outside the project, the global forge directory and the
+    /// folders of [`Self::allow_writes_under`].
+    fn check_writable(&self, real: &Path) -> Result<(), StoreError> {
+        let roots = self
+            .project
+            .iter()
+            .chain(std::iter::once(&self.global))
+            .chain(self.write_roots.iter());
+        for root in roots {
+            let root = fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+            if real.starts_with(&root) {
+                return Ok(());
             }
         }
-        Ok(current)
+        Err(StoreError::InvalidPath(format!(
+            "{} is outside your folders (the project, the global forge directory and your home); pi-forge does not write there",
+            real.display()
+        )))
     }
 
     fn take_fault(&self) -> Option<Fault> {
         self.fault.lock().ok().and_then(|mut f| f.take())
     }
 
+    /// Reads at most `limit` bytes of a regular file. The type is checked before opening, so a
+    /// FIFO or a device at a resource path is refused instead of blocking the thread.
     fn read_path(path: &Path, limit: u64) -> Result<Vec<u8>, StoreError> {
         let display = path.display().to_string();
+        let before = fs::metadata(path).map_err(|e| io_or_missing(&display, e))?;
+        if !before.is_file() {
+            return Err(not_regular(&display, &before));
+        }
+        if before.len() > limit {
+            return Err(StoreError::TooLarge {
+                path: display,
+                limit,
+            });
+        }
         let file = fs::File::open(path).map_err(|e| io_or_missing(&display, e))?;
         let meta = file.metadata().map_err(|e| io_err(&display, e))?;
         if !meta.is_file() {
-            return Err(StoreError::InvalidPath(format!(
-                "{display} is not a regular file"
-            )));
+            return Err(not_regular(&display, &meta));
         }
         if meta.len() > limit {
             return Err(StoreError::TooLarge {
@@ -298,8 +365,14 @@ impl FsStore {
         Ok(bytes)
     }
 
-    /// Writes `bytes` to a temp file in `dir`, fsyncs it and returns its path.
-    fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+    /// Writes `bytes` to a temp file in `dir` (with `permissions`, when given), fsyncs it and
+    /// returns its path. The name is `.<name>.<pid>-<n>.tmp` ([`is_temp_name`]).
+    fn write_temp(
+        dir: &Path,
+        name: &str,
+        bytes: &[u8],
+        permissions: Option<fs::Permissions>,
+    ) -> Result<PathBuf, StoreError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -311,7 +384,13 @@ impl FsStore {
             .create_new(true)
             .open(&temp)
             .map_err(|e| io_err(&display, e))?;
-        let result = out.write_all(bytes).and_then(|_| out.sync_all());
+        let result = out
+            .write_all(bytes)
+            .and_then(|_| match permissions {
+                Some(permissions) => out.set_permissions(permissions),
+                None => Ok(()),
+            })
+            .and_then(|_| out.sync_all());
         if let Err(e) = result {
             let _ = fs::remove_file(&temp);
             return Err(io_err(&display, e));
@@ -326,9 +405,105 @@ impl FsStore {
         }
     }
 
+    /// The revision of the file as it is now; files over [`MAX_FILE_BYTES`] are refused, not read.
     fn current_revision(path: &Path) -> Result<String, StoreError> {
-        Ok(revision(&Self::read_path(path, u64::MAX)?))
+        Ok(revision(&Self::read_path(path, MAX_FILE_BYTES)?))
     }
+
+    /// Removes temp files of pi-forge's own naming ([`is_temp_name`]) that a crashed write left
+    /// in the resource directories: those of other processes, older than [`STALE_TEMP_AGE`].
+    /// Returns the paths removed. Best effort: an unreadable directory is skipped.
+    pub fn clean_stale_temps(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        let own = format!(".{}-", std::process::id());
+        let now = std::time::SystemTime::now();
+        for scope in [Scope::Project, Scope::Global] {
+            for dir in Dir::ALL {
+                let Ok(path) = self.dir_path(scope, dir) else {
+                    continue;
+                };
+                let Ok(entries) = fs::read_dir(&path) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let Ok(name) = entry.file_name().into_string() else {
+                        continue;
+                    };
+                    if !is_temp_name(&name) || name.contains(&own) {
+                        continue;
+                    }
+                    let Ok(meta) = entry.metadata() else {
+                        continue;
+                    };
+                    let old = meta
+                        .modified()
+                        .ok()
+                        .and_then(|m| now.duration_since(m).ok())
+                        .is_some_and(|age| age >= STALE_TEMP_AGE);
+                    if meta.is_file() && old && fs::remove_file(entry.path()).is_ok() {
+                        removed.push(entry.path());
+                    }
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The largest file any store operation reads: the largest resource pi-forge loads
+/// ([`super::MAX_STACK_BYTES`]). The pre-save revision check refuses larger files unread.
+pub const MAX_FILE_BYTES: u64 = super::MAX_STACK_BYTES;
+
+/// How old a temp file of another process must be before [`FsStore::clean_stale_temps`] takes it
+/// for a crash's leftover (a write takes milliseconds).
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `.<name>.json.<pid>-<n>.tmp`: the temp files [`FsStore`] writes.
+pub fn is_temp_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    let Some((stem, counters)) = rest.rsplit_once('.') else {
+        return false;
+    };
+    let Some((pid, n)) = counters.split_once('-') else {
+        return false;
+    };
+    stem.ends_with(".json")
+        && !pid.is_empty()
+        && !n.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Why a path that should be a regular file is not one, naming what it is.
+fn not_regular(display: &str, meta: &fs::Metadata) -> StoreError {
+    let what = if meta.is_dir() {
+        "a directory"
+    } else {
+        special_kind(meta)
+    };
+    StoreError::InvalidPath(format!("{display} is not a regular file (it is {what})"))
+}
+
+#[cfg(unix)]
+fn special_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_meta: &fs::Metadata) -> &'static str {
+    "a special file"
 }
 
 fn io_err(path: &str, e: std::io::Error) -> StoreError {
@@ -369,12 +544,11 @@ impl Store for FsStore {
             }
         }
         sort_utf16(&mut names);
-        let scope_root = self.anchor(scope)?.to_path_buf();
         let out = names
             .into_iter()
             .map(|name| {
                 let full = path.join(&name);
-                let refused = refusal(&full, &scope_root, scope);
+                let refused = refusal(&full);
                 Listed {
                     file: FileRef::listed(scope, dir, name),
                     refused,
@@ -390,54 +564,62 @@ impl Store for FsStore {
 
     fn create(&self, file: &FileRef, bytes: &[u8]) -> Result<String, StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
-        let dir = self.dir_path(file.scope, file.dir)?;
+        // The new entry goes into the resource folder itself (through a linked folder, into
+        // its target); an existing entry, a dangling link included, is never replaced.
+        let dir = self.real_dir(file, true)?;
+        let target = dir.join(&file.name);
         let display = target.display().to_string();
         if fs::symlink_metadata(&target).is_ok() {
             return Err(StoreError::Exists(display));
         }
-        fs::create_dir_all(&dir).map_err(|e| io_err(&dir.display().to_string(), e))?;
-        // Directories just created must not have been swapped for links meanwhile.
-        self.check_safe(file)?;
-        let temp = Self::write_temp(&dir, &file.name, bytes)?;
-        if self.take_fault() == Some(Fault::CrashBeforeRename) {
+        let temp = Self::write_temp(&dir, &file.name, bytes, None)?;
+        let fault = self.take_fault();
+        if fault == Some(Fault::CrashBeforeRename) {
             return Err(io_err(&display, std::io::Error::other("simulated crash")));
         }
         // hard_link fails when the target exists: an exclusive create of complete content.
-        let linked = fs::hard_link(&temp, &target);
-        let _ = fs::remove_file(&temp);
-        match linked {
-            Ok(()) => {}
+        let linked = if fault == Some(Fault::NoHardLinks) {
+            Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+        } else {
+            fs::hard_link(&temp, &target)
+        };
+        let result = match linked {
+            Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::Exists(display))
+                Err(StoreError::Exists(display.clone()))
             }
-            // Filesystems without hard links: exclusive open, then write and fsync.
-            Err(_) => {
-                let mut out = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&target)
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::AlreadyExists => StoreError::Exists(display.clone()),
-                        _ => io_err(&display, e),
-                    })?;
-                out.write_all(bytes)
-                    .and_then(|_| out.sync_all())
-                    .map_err(|e| io_err(&display, e))?;
-            }
-        }
+            // Filesystems without hard links: rename the complete temp file into place, unless
+            // the name was taken meanwhile. Readers see no file or the whole file, never a part;
+            // a crash leaves only the temp file, which the next start removes.
+            Err(_) => match fs::symlink_metadata(&target) {
+                Ok(_) => Err(StoreError::Exists(display.clone())),
+                Err(_) => fs::rename(&temp, &target).map_err(|e| io_err(&display, e)),
+            },
+        };
+        let _ = fs::remove_file(&temp);
+        result?;
         Self::sync_dir(&dir);
         Ok(revision(bytes))
     }
 
     fn update(&self, file: &FileRef, expected: &str, bytes: &[u8]) -> Result<String, StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
-        let dir = self.dir_path(file.scope, file.dir)?;
+        // Saved in place: through a link, the link's target is replaced (via a temp file beside
+        // it) and the link stays.
+        let target = self.real_file(file)?;
+        let dir = target
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| StoreError::InvalidPath(target.display().to_string()))?;
         let display = target.display().to_string();
+        let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly(display));
+        }
         let current = Self::current_revision(&target)?;
         expect_revision(&display, expected, current)?;
-        let temp = Self::write_temp(&dir, &file.name, bytes)?;
+        // The new file keeps the old one's permissions (mode bits on Unix).
+        let temp = Self::write_temp(&dir, &file.name, bytes, Some(meta.permissions()))?;
         if self.take_fault() == Some(Fault::CrashBeforeRename) {
             return Err(io_err(&display, std::io::Error::other("simulated crash")));
         }
@@ -458,13 +640,19 @@ impl Store for FsStore {
 
     fn delete(&self, file: &FileRef, expected: &str) -> Result<(), StoreError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.check_safe(file)?;
+        // The entry of the resource folder goes, never a link's target.
+        self.real_file(file)?;
+        let target = self.real_dir(file, false)?.join(&file.name);
         let display = target.display().to_string();
+        let meta = fs::metadata(&target).map_err(|e| io_or_missing(&display, e))?;
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly(display));
+        }
         let current = Self::current_revision(&target)?;
         expect_revision(&display, expected, current)?;
         fs::remove_file(&target).map_err(|e| io_or_missing(&display, e))?;
-        if let Ok(dir) = self.dir_path(file.scope, file.dir) {
-            Self::sync_dir(&dir);
+        if let Some(dir) = target.parent() {
+            Self::sync_dir(dir);
         }
         Ok(())
     }
@@ -490,19 +678,24 @@ fn expect_revision(path: &str, expected: &str, current: String) -> Result<(), St
     }
 }
 
-/// Why a listed entry must not be read: a directory, or a symlink whose target leaves the
-/// scope's root (or dangles).
-fn refusal(full: &Path, scope_root: &Path, scope: Scope) -> Option<String> {
+/// Why a listed entry cannot be read: links are followed, so only an entry that is not (or does
+/// not lead to) a regular file is refused: a directory, a special file, a dangling link, a loop.
+fn refusal(full: &Path) -> Option<String> {
     let meta = fs::symlink_metadata(full).ok()?;
     if meta.file_type().is_symlink() {
-        let root = fs::canonicalize(scope_root).unwrap_or_else(|_| scope_root.to_path_buf());
-        return match fs::canonicalize(full) {
-            Ok(target) if target.starts_with(&root) && target.is_file() => None,
-            Ok(target) => Some(format!(
-                "it is a symbolic link to {}, outside the {scope} forge directory; pi-forge does not follow it",
-                target.display()
+        return match fs::metadata(full) {
+            Ok(target) if target.is_file() => None,
+            Ok(_) => Some(format!(
+                "it is a symbolic link to {}, which is not a regular file",
+                fs::canonicalize(full).unwrap_or_default().display()
             )),
-            Err(_) => Some("it is a broken symbolic link".to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "it is a broken symbolic link (to {}, which does not exist)",
+                fs::read_link(full).unwrap_or_default().display()
+            )),
+            Err(e) => Some(format!(
+                "it is a symbolic link that cannot be followed: {e}"
+            )),
         };
     }
     if !meta.is_file() {

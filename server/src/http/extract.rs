@@ -147,12 +147,18 @@ fn invalid_revision(field: &str) -> ApiError {
 }
 
 /// The revision a write is based on: `If-Match` first, then the body's `sourceRevision`,
-/// `expectedSourceRevision` or `revision`. `Ok(None)` when none is given.
+/// `expectedSourceRevision` or `revision`. `Ok(None)` when none is given (an empty `If-Match: ""`
+/// counts as none).
 pub fn base_revision(headers: &HeaderMap, body: &Map<String, Value>) -> ApiResult<Option<String>> {
     if let Some(value) = headers.get(header::IF_MATCH) {
         let text = value.to_str().unwrap_or_default().trim();
         let text = text.strip_prefix("W/").unwrap_or(text);
         let text = text.trim_matches('"');
+        if text.is_empty() {
+            // `If-Match: ""`: no revision (the editor sends it for a file it could not read,
+            // which the write service then refuses with the reason).
+            return Ok(None);
+        }
         return normalize_revision(text)
             .map(Some)
             .ok_or_else(|| invalid_revision("If-Match"));

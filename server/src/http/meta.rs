@@ -51,6 +51,9 @@ async fn meta(State(state): State<AppState>) -> Response {
         "project": state.project.display().to_string(),
         "globalDir": state.global.display().to_string(),
         "generation": state.ws.generation(),
+        // A resource folder that cannot be listed (permission denied, a file in its place):
+        // the path and the reason. What could be read is served as usual.
+        "problems": state.ws.problems(),
     }))
 }
 

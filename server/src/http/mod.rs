@@ -15,6 +15,7 @@ pub mod extract;
 mod host;
 mod meta;
 mod payloads;
+pub mod preview_gate;
 pub mod profiles;
 pub mod security;
 mod stack_import;
@@ -56,6 +57,8 @@ pub struct ServerState {
     pub live: Arc<LiveHub>,
     /// Captured provider requests of the live session (see `payloads.rs`).
     pub payloads: Arc<PayloadHub>,
+    /// Draft previews in flight: one compile per stack, a newer draft supersedes older ones.
+    pub previews: Arc<preview_gate::PreviewGate>,
     /// Turns true when the server shuts down; event streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -85,6 +88,7 @@ impl ServerState {
             global,
             live: Arc::new(LiveHub::new()),
             payloads: Arc::new(PayloadHub::new()),
+            previews: Arc::new(preview_gate::PreviewGate::new()),
             shutdown,
         }
     }

@@ -81,6 +81,7 @@ async fn list(State(state): State<AppState>) -> Response {
         "activeId": state.active_id(),
         "trusted": snapshot.trusted,
         "cwd": state.project.display().to_string(),
+        "problems": state.ws.problems(),
     }))
 }
 
@@ -283,7 +284,9 @@ async fn validate_existing(
 
 /// `POST /api/stacks/:sel/preview` `{stack?, messages?}` → `{ok, stackId, liveHost, text, preview,
 /// compiled, diagnostics}`. Compiles the draft (or the saved stack) against pi-forge's stand-in
-/// runtime; `messages` replaces its (empty) conversation.
+/// runtime; `messages` replaces its (empty) conversation. Each regex rule runs within a step
+/// budget (an error names a rule that exceeds it); a draft answered while a newer draft of the
+/// same stack waits is 409 `superseded`.
 async fn preview(
     State(state): State<AppState>,
     Path(sel): Path<String>,
@@ -337,6 +340,11 @@ async fn preview(
             .with_field("messages"))
         }
     }
+    // Drafts change with every keystroke: one compile per stack at a time, the newest wins.
+    let _turn = match body.get("stack") {
+        Some(Value::Object(_)) => Some(state.previews.enter(&sel).await?),
+        _ => None,
+    };
     let result = tokio::task::spawn_blocking(move || {
         let macros = MacroRegistry::new();
         let mut input = CompileInput::new(Some(&stack), &runtime, &macros);

@@ -4,6 +4,7 @@
 //! `filePath`, the original editor's name), `revision` (`sha256:<hex>`; also as the bare 64-digit
 //! `sourceRevision` of 0.5.5), `diagnostics`, `errors` and `warnings`, plus the resource object
 //! exactly as the file holds it (unknown fields included; `null` when the file is not JSON).
+//! A file that could not be read (empty `revision`) also has `unreadable`: the reason.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -28,6 +29,10 @@ pub fn common<T>(entry: &Loaded<T>) -> Map<String, Value> {
         "sourceRevision".into(),
         json!(bare_revision(&entry.revision)),
     );
+    if let Some(reason) = entry.unreadable() {
+        // The editor shows the file read-only with this reason; saving it is 409 `unreadable`.
+        map.insert("unreadable".into(), json!(reason));
+    }
     map.insert("diagnostics".into(), json!(entry.diagnostics));
     map.insert("errors".into(), json!(errors));
     map.insert("warnings".into(), json!(warnings));

@@ -205,3 +205,14 @@ pub fn split_url(url: &str) -> (String, String) {
 pub fn read(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
+
+/// The messages of the error diagnostics in `body["diagnostics"]`.
+pub fn error_messages(body: &serde_json::Value) -> Vec<String> {
+    body["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {body}"))
+        .iter()
+        .filter(|d| d["level"] == "error")
+        .filter_map(|d| d["message"].as_str().map(str::to_string))
+        .collect()
+}
