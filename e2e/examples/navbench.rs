@@ -1,31 +1,98 @@
-//! `cargo xtask bench` part: time from navigation to a rendered stack list in headless
+//! `cargo xtask bench` part: the first visit and the warm reload of the editor in headless
 //! Chromium, against a release `pi-forge ui` serving 50 stacks.
 //!
-//! The app sets the performance mark `pi-forge:stack-list` in the first animation frame after
-//! the list rendered; its `startTime` is milliseconds since the navigation started (the first
-//! run includes the token exchange and an empty cache; later runs reload with a warm cache).
-//! Prints one JSON object.
+//! - **First visit**: a fresh Chromium (new profile, empty cache) opens the token address (the
+//!   303 token exchange included) and waits until the 50 rows are painted. Repeated
+//!   `NAVBENCH_SAMPLES` times (default 30), one browser per sample.
+//! - **Warm reload**: one browser opens the page, then navigates to it again
+//!   `NAVBENCH_SAMPLES` times with a warm cache.
+//!
+//! The app sets three performance marks: `pi-forge:app-start` (first line of the wasm's `main`),
+//! `pi-forge:stack-list` (the first animation frame after the rows were rendered, before that
+//! frame's style, layout and paint) and `pi-forge:stack-list-painted` (a task queued from that
+//! frame, so after its paint). Times are milliseconds since the navigation began. The breakdown
+//! comes from Navigation and Resource Timing; bytes on the wire are the summed `transferSize` of
+//! the page and every resource, when the rows are painted and again 500 ms later. `restyleMs`
+//! forces the 50 rows through style and layout (an inherited custom property and the list's
+//! width change) and reports the median of 31 rounds. Prints one JSON object.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use serde_json::{json, Value};
 use std::time::Duration;
 
 const STACKS: usize = 50;
-const RUNS: usize = 15;
+const DEFAULT_SAMPLES: usize = 30;
+
+const MARKS: &str = "const m = performance.getEntriesByName('pi-forge:stack-list-painted', 'mark'); \
+    return m.length ? m[0].startTime : null;";
+
+/// Everything the breakdown needs, read from the page after the rows were painted.
+const TIMINGS: &str = r#"
+const nav = performance.getEntriesByType('navigation')[0];
+const res = performance.getEntriesByType('resource');
+const mark = (n) => { const m = performance.getEntriesByName(n, 'mark'); return m.length ? m[0].startTime : null; };
+const path = (r) => new URL(r.name).pathname;
+const wasm = res.find((r) => path(r).endsWith('.wasm'));
+const list = res.find((r) => path(r) === '/api/stacks');
+const bytes = [nav, ...res].reduce((a, r) => a + (r.transferSize || 0), 0);
+return {
+  redirectEnd: nav.redirectEnd, docEnd: nav.responseEnd,
+  wasmFirstByte: wasm ? wasm.responseStart : null, wasmEnd: wasm ? wasm.responseEnd : null,
+  appStart: mark('pi-forge:app-start'),
+  listStart: list ? list.startTime : null, listEnd: list ? list.responseEnd : null,
+  rows: mark('pi-forge:stack-list'), painted: mark('pi-forge:stack-list-painted'),
+  bytes, requests: res.length + 1,
+};
+"#;
+
+const BYTES: &str = "return [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')] \
+    .reduce((a, r) => a + (r.transferSize || 0), 0);";
+
+const RESOURCES: &str = "return [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')] \
+    .map((r) => [new URL(r.name).pathname, r.transferSize, r.encodedBodySize, r.decodedBodySize]);";
+
+const RESTYLE: &str = r#"
+const ul = document.querySelector('.stack-list');
+const t = [];
+for (let i = 0; i < 31; i++) {
+  const t0 = performance.now();
+  ul.style.setProperty('--navbench', String(i));
+  ul.style.width = i % 2 ? '279px' : '280px';
+  void ul.offsetHeight;
+  t.push(performance.now() - t0);
+}
+ul.style.removeProperty('--navbench');
+ul.style.width = '';
+t.sort((a, b) => a - b);
+return t[15];
+"#;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let samples: usize = std::env::var("NAVBENCH_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_SAMPLES);
     let files: Vec<(String, String)> = (0..STACKS)
         .map(|i| {
             let id = format!("stack-{i:02}");
-            let body = serde_json::json!({
+            let body = json!({
                 "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": id, "name": format!("Stack {i}"),
+                "description": format!("Generated stack {i} for the navigation benchmark: a careful reviewer that reads the diff, \
+                    runs the tests and reports what it found, with the project's conventions in mind."),
+                "mode": if i % 3 == 0 { "append" } else { "replace" },
                 "items": [
                     { "kind": "block", "id": "role", "role": "system", "content": "You are a careful assistant." },
-                    { "kind": "slot", "id": "history", "slot": "chat-history" }
+                    { "kind": "slot", "id": "tools", "role": "system", "slot": "tools" },
+                    { "kind": "slot", "id": "history", "slot": "chat-history" },
+                    { "kind": "block", "id": "reminder", "role": "user", "content": "Be brief." }
                 ]
             });
-            (format!("project/.pi/forge/prompt-stacks/{id}.json"), body.to_string())
+            (
+                format!("project/.pi/forge/prompt-stacks/{id}.json"),
+                serde_json::to_string_pretty(&body).unwrap(),
+            )
         })
         .collect();
     let refs: Vec<(&str, &str)> = files
@@ -33,49 +100,129 @@ async fn main() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let server = support::Server::start_with(&refs, &[]);
-    let browser = support::Browser::start().await;
-    let mut cold = None;
-    let mut warm = Vec::new();
-    for run in 0..=RUNS {
-        let url = if run == 0 {
-            server.url.clone()
-        } else {
-            server.base.clone()
-        };
-        browser.client.goto(&url).await.expect("navigation");
-        let ms = wait_mark(&browser).await;
-        let rows = browser.count(".stack-row").await;
-        assert_eq!(rows, STACKS, "the list shows every stack");
-        if run == 0 {
-            cold = Some(ms);
-        } else {
-            warm.push(ms);
+
+    // First visits: a fresh browser (profile, cache, cookies) per sample.
+    let mut visits: Vec<Value> = Vec::new();
+    let mut resources = Value::Null;
+    for n in 0..samples {
+        let browser = support::Browser::start().await;
+        browser.client.goto(&server.url).await.expect("navigation");
+        wait_painted(&browser).await;
+        let mut t = browser.js(TIMINGS, vec![]).await;
+        assert_eq!(browser.count(".stack-row").await, STACKS, "every row is shown");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        t["bytesSettled"] = browser.js(BYTES, vec![]).await;
+        if n == 0 {
+            resources = browser.js(RESOURCES, vec![]).await;
         }
+        browser.assert_no_errors().await;
+        browser.close().await;
+        visits.push(t);
     }
+
+    // Warm reloads in one browser.
+    let browser = support::Browser::start().await;
+    browser.client.goto(&server.url).await.expect("navigation");
+    wait_painted(&browser).await;
+    let mut reloads = Vec::new();
+    let mut warm_bytes = Vec::new();
+    for _ in 0..samples {
+        browser.client.goto(&server.base).await.expect("navigation");
+        reloads.push(wait_painted(&browser).await);
+        assert_eq!(browser.count(".stack-row").await, STACKS, "every row is shown");
+        warm_bytes.push(browser.js(BYTES, vec![]).await.as_f64().unwrap_or(f64::NAN));
+    }
+    let restyle: Vec<f64> = {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            v.push(browser.js(RESTYLE, vec![]).await.as_f64().unwrap_or(f64::NAN));
+        }
+        v
+    };
     browser.assert_no_errors().await;
     browser.close().await;
-    warm.sort_by(f64::total_cmp);
-    let pick = |q: f64| warm[((warm.len() - 1) as f64 * q).round() as usize];
-    let report = serde_json::json!({
+
+    let field = |key: &str| -> Vec<f64> {
+        visits
+            .iter()
+            .map(|v| v[key].as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let seg = |to: &str, from: &str| -> Vec<f64> {
+        visits
+            .iter()
+            .map(|v| segment(v, to, from))
+            .collect::<Vec<f64>>()
+    };
+    let data_ready: Vec<f64> = visits
+        .iter()
+        .map(|v| match v["listEnd"].as_f64() {
+            Some(list_end) => v["rows"].as_f64().unwrap_or(f64::NAN) - list_end,
+            None => segment(v, "rows", "appStart"),
+        })
+        .collect();
+    let report = json!({
         "stacks": STACKS,
-        "runs": RUNS,
-        "firstNavigationMs": round(cold.unwrap_or(f64::NAN)),
-        "reloadMedianMs": round(pick(0.5)),
-        "reloadP90Ms": round(pick(0.9)),
-        "targetMs": 500,
+        "samples": samples,
+        "firstVisitMs": stats(field("painted")),
+        "firstVisitRowsRenderedMs": stats(field("rows")),
+        "firstVisitTargetMedianMs": 100,
+        "breakdownMedianMs": {
+            "tokenRedirect": stats(field("redirectEnd"))["median"],
+            "html": stats(seg("docEnd", "redirectEnd"))["median"],
+            "htmlToWasmFirstByte": stats(seg("wasmFirstByte", "docEnd"))["median"],
+            "wasmDownload": stats(seg("wasmEnd", "wasmFirstByte"))["median"],
+            "compileAndInstantiate": stats(seg("appStart", "wasmEnd"))["median"],
+            "appStartToListRequest": stats(seg("listStart", "appStart"))["median"],
+            "listFetch": stats(seg("listEnd", "listStart"))["median"],
+            "listToRows": stats(data_ready)["median"],
+            "rowsToPaint": stats(seg("painted", "rows"))["median"],
+        },
+        "firstLoadBytes": {
+            "atPaint": stats(field("bytes")),
+            "settled500ms": stats(field("bytesSettled")),
+            "targetBytes": 280_000,
+            "resourcesOfFirstSample": resources,
+        },
+        "warmReloadMs": stats(reloads),
+        "warmReloadTargetMedianMs": 60,
+        "warmReloadBytes": stats(warm_bytes),
+        "rowsRestyleMedianMs": stats(restyle),
     });
     println!("{report}");
 }
 
-async fn wait_mark(browser: &support::Browser) -> f64 {
-    let script = "const m = performance.getEntriesByName('pi-forge:stack-list'); return m.length ? m[0].startTime : null;";
+/// `v[to] - v[from]`, NaN when either is missing.
+fn segment(v: &Value, to: &str, from: &str) -> f64 {
+    match (v[to].as_f64(), v[from].as_f64()) {
+        (Some(a), Some(b)) => a - b,
+        _ => f64::NAN,
+    }
+}
+
+/// Median, min and max of the samples that exist (`null` when none does).
+fn stats(mut v: Vec<f64>) -> Value {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return json!({"median": null, "min": null, "max": null, "n": 0});
+    }
+    v.sort_by(f64::total_cmp);
+    let median = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    json!({"median": round(median), "min": round(v[0]), "max": round(v[v.len() - 1]), "n": v.len()})
+}
+
+async fn wait_painted(browser: &support::Browser) -> f64 {
     for _ in 0..2000 {
-        if let Some(ms) = browser.js(script, vec![]).await.as_f64() {
+        if let Some(ms) = browser.js(MARKS, vec![]).await.as_f64() {
             return ms;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    panic!("the app never marked pi-forge:stack-list");
+    panic!("the app never marked pi-forge:stack-list-painted");
 }
 
 fn round(ms: f64) -> f64 {
