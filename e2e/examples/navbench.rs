@@ -24,7 +24,8 @@ use std::time::Duration;
 const STACKS: usize = 50;
 const DEFAULT_SAMPLES: usize = 30;
 
-const MARKS: &str = "const m = performance.getEntriesByName('pi-forge:stack-list-painted', 'mark'); \
+const MARKS: &str =
+    "const m = performance.getEntriesByName('pi-forge:stack-list-painted', 'mark'); \
     return m.length ? m[0].startTime : null;";
 
 /// Everything the breakdown needs, read from the page after the rows were painted.
@@ -109,7 +110,11 @@ async fn main() {
         browser.client.goto(&server.url).await.expect("navigation");
         wait_painted(&browser).await;
         let mut t = browser.js(TIMINGS, vec![]).await;
-        assert_eq!(browser.count(".stack-row").await, STACKS, "every row is shown");
+        assert_eq!(
+            browser.count(".stack-row").await,
+            STACKS,
+            "every row is shown"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         t["bytesSettled"] = browser.js(BYTES, vec![]).await;
         if n == 0 {
@@ -129,13 +134,23 @@ async fn main() {
     for _ in 0..samples {
         browser.client.goto(&server.base).await.expect("navigation");
         reloads.push(wait_painted(&browser).await);
-        assert_eq!(browser.count(".stack-row").await, STACKS, "every row is shown");
+        assert_eq!(
+            browser.count(".stack-row").await,
+            STACKS,
+            "every row is shown"
+        );
         warm_bytes.push(browser.js(BYTES, vec![]).await.as_f64().unwrap_or(f64::NAN));
     }
     let restyle: Vec<f64> = {
         let mut v = Vec::new();
         for _ in 0..5 {
-            v.push(browser.js(RESTYLE, vec![]).await.as_f64().unwrap_or(f64::NAN));
+            v.push(
+                browser
+                    .js(RESTYLE, vec![])
+                    .await
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
+            );
         }
         v
     };

@@ -502,9 +502,9 @@ mod server {
             requests += sent;
             entry["bodyBytes"] = json!(answer.len());
             entry["serverCpuMsPerRequest"] = match (cpu_before, cpu_after) {
-                (Some(before), Some(after)) if sent > 0 => json!(
-                    (after.saturating_sub(before) as f64 / sent as f64 / 1e3).round() / 1e3
-                ),
+                (Some(before), Some(after)) if sent > 0 => {
+                    json!((after.saturating_sub(before) as f64 / sent as f64 / 1e3).round() / 1e3)
+                }
                 _ => Value::Null,
             };
             if name == "list" {

@@ -37,7 +37,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const APT_INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
 /// Files copied verbatim from `assets/` into the bundle.
-const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.svg"];
+const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.png"];
 /// Wasm features that rustc's wasm32 target emits by default and wasm-bindgen keeps.
 const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-bulk-memory",
@@ -622,7 +622,9 @@ fn parse_compressed(listing: &str) -> Result<Vec<(String, u64, u64, u64)>> {
                 (Some(name), Some(raw), Some(br), Some(gz)) if parts.len() == 4 => {
                     Ok((name.to_string(), raw, br, gz))
                 }
-                _ => fail(format!("tools/compress.mjs printed an unexpected line: {line:?}")),
+                _ => fail(format!(
+                    "tools/compress.mjs printed an unexpected line: {line:?}"
+                )),
             }
         })
         .collect()
