@@ -6,6 +6,10 @@
 //!   `NAVBENCH_SAMPLES` times (default 30), one browser per sample.
 //! - **Warm reload**: one browser opens the page, then navigates to it again
 //!   `NAVBENCH_SAMPLES` times with a warm cache.
+//! - **Baseline**: with `NAVBENCH_BASELINE=<another pi-forge executable>` (one built from an
+//!   older commit embeds that commit's bundle), both servers are measured in alternation, every
+//!   sample of one next to a sample of the other, and the report has one entry per server
+//!   (`current`, `baseline`); docs/performance.md's before/after tables come from such runs.
 //!
 //! The app sets three performance marks: `pi-forge:app-start` (first line of the wasm's `main`),
 //! `pi-forge:stack-list` (the first animation frame after the rows were rendered, before that
@@ -51,7 +55,8 @@ const BYTES: &str = "return [performance.getEntriesByType('navigation')[0], ...p
     .reduce((a, r) => a + (r.transferSize || 0), 0);";
 
 const RESOURCES: &str = "return [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')] \
-    .map((r) => [new URL(r.name).pathname, r.transferSize, r.encodedBodySize, r.decodedBodySize]);";
+    .map((r) => [new URL(r.name).pathname, r.transferSize, r.decodedBodySize, \
+    ...[r.startTime, r.requestStart, r.responseStart, r.responseEnd].map(Math.round)]);";
 
 const RESTYLE: &str = r#"
 const ul = document.querySelector('.stack-list');
@@ -100,51 +105,81 @@ async fn main() {
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    let server = support::Server::start_with(&refs, &[]);
+    let mut runs = vec![Run::new("current", support::Server::start_with(&refs, &[]))];
+    if let Some(baseline) = std::env::var_os("NAVBENCH_BASELINE") {
+        let binary = std::path::PathBuf::from(baseline);
+        runs.push(Run::new(
+            "baseline",
+            support::Server::start_binary(&binary, &refs, &[]),
+        ));
+    }
 
-    // First visits: a fresh browser (profile, cache, cookies) per sample.
-    let mut visits: Vec<Value> = Vec::new();
-    let mut resources = Value::Null;
+    // First visits: a fresh browser (profile, cache, cookies) per sample; with a baseline the
+    // two servers alternate (in turn first), so both see the same machine.
     for n in 0..samples {
-        let browser = support::Browser::start().await;
-        browser.client.goto(&server.url).await.expect("navigation");
-        wait_painted(&browser).await;
-        let mut t = browser.js(TIMINGS, vec![]).await;
-        assert_eq!(
-            browser.count(".stack-row").await,
-            STACKS,
-            "every row is shown"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        t["bytesSettled"] = browser.js(BYTES, vec![]).await;
-        if n == 0 {
-            resources = browser.js(RESOURCES, vec![]).await;
+        let order: Vec<usize> = if n % 2 == 0 {
+            (0..runs.len()).collect()
+        } else {
+            (0..runs.len()).rev().collect()
+        };
+        for i in order {
+            let run = &mut runs[i];
+            let browser = support::Browser::start().await;
+            browser
+                .client
+                .goto(&run.server.url)
+                .await
+                .expect("navigation");
+            wait_painted(&browser).await;
+            let mut t = browser.js(TIMINGS, vec![]).await;
+            assert_eq!(
+                browser.count(".stack-row").await,
+                STACKS,
+                "every row is shown"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            t["bytesSettled"] = browser.js(BYTES, vec![]).await;
+            if n == 0 {
+                run.resources = browser.js(RESOURCES, vec![]).await;
+            }
+            browser.assert_no_errors().await;
+            browser.close().await;
+            run.visits.push(t);
         }
-        browser.assert_no_errors().await;
-        browser.close().await;
-        visits.push(t);
     }
 
-    // Warm reloads in one browser.
-    let browser = support::Browser::start().await;
-    browser.client.goto(&server.url).await.expect("navigation");
-    wait_painted(&browser).await;
-    let mut reloads = Vec::new();
-    let mut warm_bytes = Vec::new();
-    for _ in 0..samples {
-        browser.client.goto(&server.base).await.expect("navigation");
-        reloads.push(wait_painted(&browser).await);
-        assert_eq!(
-            browser.count(".stack-row").await,
-            STACKS,
-            "every row is shown"
-        );
-        warm_bytes.push(browser.js(BYTES, vec![]).await.as_f64().unwrap_or(f64::NAN));
+    // Warm reloads: one browser per server, alternating.
+    let mut browsers = Vec::new();
+    for run in &runs {
+        let browser = support::Browser::start().await;
+        browser
+            .client
+            .goto(&run.server.url)
+            .await
+            .expect("navigation");
+        wait_painted(&browser).await;
+        browsers.push(browser);
     }
-    let restyle: Vec<f64> = {
-        let mut v = Vec::new();
-        for _ in 0..5 {
-            v.push(
+    for _ in 0..samples {
+        for (run, browser) in runs.iter_mut().zip(&browsers) {
+            browser
+                .client
+                .goto(&run.server.base)
+                .await
+                .expect("navigation");
+            run.reloads.push(wait_painted(browser).await);
+            assert_eq!(
+                browser.count(".stack-row").await,
+                STACKS,
+                "every row is shown"
+            );
+            run.warm_bytes
+                .push(browser.js(BYTES, vec![]).await.as_f64().unwrap_or(f64::NAN));
+        }
+    }
+    for _ in 0..5 {
+        for (run, browser) in runs.iter_mut().zip(&browsers) {
+            run.restyle.push(
                 browser
                     .js(RESTYLE, vec![])
                     .await
@@ -152,59 +187,95 @@ async fn main() {
                     .unwrap_or(f64::NAN),
             );
         }
-        v
-    };
-    browser.assert_no_errors().await;
-    browser.close().await;
+    }
+    for browser in browsers {
+        browser.assert_no_errors().await;
+        browser.close().await;
+    }
 
-    let field = |key: &str| -> Vec<f64> {
-        visits
-            .iter()
-            .map(|v| v[key].as_f64().unwrap_or(f64::NAN))
-            .collect()
-    };
-    let seg = |to: &str, from: &str| -> Vec<f64> {
-        visits
-            .iter()
-            .map(|v| segment(v, to, from))
-            .collect::<Vec<f64>>()
-    };
-    let data_ready: Vec<f64> = visits
+    let mut reports: Vec<(String, Value)> = runs
         .iter()
-        .map(|v| match v["listEnd"].as_f64() {
-            Some(list_end) => v["rows"].as_f64().unwrap_or(f64::NAN) - list_end,
-            None => segment(v, "rows", "appStart"),
-        })
+        .map(|r| (r.name.to_string(), r.report(samples)))
         .collect();
-    let report = json!({
-        "stacks": STACKS,
-        "samples": samples,
-        "firstVisitMs": stats(field("painted")),
-        "firstVisitRowsRenderedMs": stats(field("rows")),
-        "firstVisitTargetMedianMs": 100,
-        "breakdownMedianMs": {
-            "tokenRedirect": stats(field("redirectEnd"))["median"],
-            "html": stats(seg("docEnd", "redirectEnd"))["median"],
-            "htmlToWasmFirstByte": stats(seg("wasmFirstByte", "docEnd"))["median"],
-            "wasmDownload": stats(seg("wasmEnd", "wasmFirstByte"))["median"],
-            "compileAndInstantiate": stats(seg("appStart", "wasmEnd"))["median"],
-            "appStartToListRequest": stats(seg("listStart", "appStart"))["median"],
-            "listFetch": stats(seg("listEnd", "listStart"))["median"],
-            "listToRows": stats(data_ready)["median"],
-            "rowsToPaint": stats(seg("painted", "rows"))["median"],
-        },
-        "firstLoadBytes": {
-            "atPaint": stats(field("bytes")),
-            "settled500ms": stats(field("bytesSettled")),
-            "targetBytes": 280_000,
-            "resourcesOfFirstSample": resources,
-        },
-        "warmReloadMs": stats(reloads),
-        "warmReloadTargetMedianMs": 60,
-        "warmReloadBytes": stats(warm_bytes),
-        "rowsRestyleMedianMs": stats(restyle),
-    });
+    let report = if reports.len() == 1 {
+        reports.remove(0).1
+    } else {
+        Value::Object(reports.into_iter().collect())
+    };
     println!("{report}");
+}
+
+/// One server under test and what was measured on it.
+struct Run {
+    name: &'static str,
+    server: support::Server,
+    visits: Vec<Value>,
+    resources: Value,
+    reloads: Vec<f64>,
+    warm_bytes: Vec<f64>,
+    restyle: Vec<f64>,
+}
+
+impl Run {
+    fn new(name: &'static str, server: support::Server) -> Run {
+        Run {
+            name,
+            server,
+            visits: Vec::new(),
+            resources: Value::Null,
+            reloads: Vec::new(),
+            warm_bytes: Vec::new(),
+            restyle: Vec::new(),
+        }
+    }
+
+    fn report(&self, samples: usize) -> Value {
+        let visits = &self.visits;
+        let field = |key: &str| -> Vec<f64> {
+            visits
+                .iter()
+                .map(|v| v[key].as_f64().unwrap_or(f64::NAN))
+                .collect()
+        };
+        let seg = |to: &str, from: &str| -> Vec<f64> {
+            visits.iter().map(|v| segment(v, to, from)).collect()
+        };
+        let list_to_rows: Vec<f64> = visits
+            .iter()
+            .map(|v| match v["listEnd"].as_f64() {
+                Some(list_end) => v["rows"].as_f64().unwrap_or(f64::NAN) - list_end,
+                None => segment(v, "rows", "appStart"),
+            })
+            .collect();
+        json!({
+            "stacks": STACKS,
+            "samples": samples,
+            "firstVisitMs": stats(field("painted")),
+            "firstVisitRowsRenderedMs": stats(field("rows")),
+            "firstVisitTargetMedianMs": 100,
+            "breakdownMedianMs": {
+                "tokenRedirect": stats(field("redirectEnd"))["median"],
+                "html": stats(seg("docEnd", "redirectEnd"))["median"],
+                "htmlToWasmFirstByte": stats(seg("wasmFirstByte", "docEnd"))["median"],
+                "wasmDownload": stats(seg("wasmEnd", "wasmFirstByte"))["median"],
+                "compileAndInstantiate": stats(seg("appStart", "wasmEnd"))["median"],
+                "appStartToListRequest": stats(seg("listStart", "appStart"))["median"],
+                "listFetch": stats(seg("listEnd", "listStart"))["median"],
+                "listToRows": stats(list_to_rows)["median"],
+                "rowsToPaint": stats(seg("painted", "rows"))["median"],
+            },
+            "firstLoadBytes": {
+                "atPaint": stats(field("bytes")),
+                "settled500ms": stats(field("bytesSettled")),
+                "targetBytes": 280_000,
+                "resourcesOfFirstSample": self.resources,
+            },
+            "warmReloadMs": stats(self.reloads.clone()),
+            "warmReloadTargetMedianMs": 60,
+            "warmReloadBytes": stats(self.warm_bytes.clone()),
+            "rowsRestyleMedianMs": stats(self.restyle.clone()),
+        })
+    }
 }
 
 /// `v[to] - v[from]`, NaN when either is missing.
