@@ -124,13 +124,7 @@ async fn main() {
         };
         for i in order {
             let run = &mut runs[i];
-            let browser = support::Browser::start().await;
-            browser
-                .client
-                .goto(&run.server.url)
-                .await
-                .expect("navigation");
-            wait_painted(&browser).await;
+            let browser = open_painted(&run.server.url).await;
             let mut t = browser.js(TIMINGS, vec![]).await;
             assert_eq!(
                 browser.count(".stack-row").await,
@@ -151,14 +145,7 @@ async fn main() {
     // Warm reloads: one browser per server, alternating.
     let mut browsers = Vec::new();
     for run in &runs {
-        let browser = support::Browser::start().await;
-        browser
-            .client
-            .goto(&run.server.url)
-            .await
-            .expect("navigation");
-        wait_painted(&browser).await;
-        browsers.push(browser);
+        browsers.push(open_painted(&run.server.url).await);
     }
     for _ in 0..samples {
         for (run, browser) in runs.iter_mut().zip(&browsers) {
@@ -299,6 +286,14 @@ fn stats(mut v: Vec<f64>) -> Value {
         (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
     };
     json!({"median": round(median), "min": round(v[0]), "max": round(v[v.len() - 1]), "n": v.len()})
+}
+
+/// A fresh browser (new profile) that opened `url` and painted the rows.
+async fn open_painted(url: &str) -> support::Browser {
+    let browser = support::Browser::start().await;
+    browser.client.goto(url).await.expect("navigation");
+    wait_painted(&browser).await;
+    browser
 }
 
 async fn wait_painted(browser: &support::Browser) -> f64 {

@@ -201,12 +201,7 @@ fn the_url_token_is_exchanged_for_a_strict_http_only_cookie() {
     );
     assert_eq!(exchange.headers()["cache-control"], "no-store");
 
-    let page = f
-        .client
-        .get(f.server.url("/"))
-        .header("cookie", f.server.cookie())
-        .send()
-        .unwrap();
+    let page = get_page(&f);
     // 503 when this binary was built without the web bundle (it then says how to build it).
     assert!(
         page.status() == StatusCode::OK || page.status() == StatusCode::SERVICE_UNAVAILABLE,
@@ -1292,12 +1287,7 @@ fn events_need_the_cookie() {
 #[test]
 fn assets_are_public_content_hashed_immutable_and_compressed() {
     let f = Fixture::new();
-    let page = f
-        .client
-        .get(f.server.url("/"))
-        .header("cookie", f.server.cookie())
-        .send()
-        .unwrap();
+    let page = get_page(&f);
     if page.status() == StatusCode::SERVICE_UNAVAILABLE {
         // Built without the web bundle: the page says how to build it.
         assert!(page.text().unwrap().contains("cargo xtask dist"));
@@ -1361,14 +1351,18 @@ fn sha256(bytes: &[u8]) -> String {
     forge_core::canonical::sha256_hex(bytes)
 }
 
-/// The page as the browser gets it (cookie, no `Accept-Encoding`).
-fn page(f: &Fixture) -> String {
-    let page = f
-        .client
+/// `GET /` with the session cookie, as the browser asks after the token exchange.
+fn get_page(f: &Fixture) -> Response {
+    f.client
         .get(f.server.url("/"))
         .header("cookie", f.server.cookie())
         .send()
-        .unwrap();
+        .unwrap()
+}
+
+/// The page as the browser gets it (cookie, no `Accept-Encoding`).
+fn page(f: &Fixture) -> String {
+    let page = get_page(f);
     assert_eq!(
         page.status(),
         StatusCode::OK,
