@@ -18,7 +18,9 @@
 //! comes from Navigation and Resource Timing; bytes on the wire are the summed `transferSize` of
 //! the page and every resource, when the rows are painted and again 500 ms later. `restyleMs`
 //! forces the 50 rows through style and layout (an inherited custom property and the list's
-//! width change) and reports the median of 31 rounds. Prints one JSON object.
+//! width change) and reports the median of 31 rounds. `longFramesUntilPaintMedianMs` sums the
+//! Long Animation Frames (over 50 ms) before the paint mark: script time, and the rendering
+//! update (style, layout, paint). Prints one JSON object.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -49,6 +51,24 @@ return {
   rows: mark('pi-forge:stack-list'), painted: mark('pi-forge:stack-list-painted'),
   bytes, requests: res.length + 1,
 };
+"#;
+
+/// Long animation frames (over 50 ms) up to the paint of the rows, summed: script time, and the
+/// rendering update (style, layout and paint: from `styleAndLayoutStart` to the frame's end).
+const FRAMES: &str = r#"
+const done = arguments[arguments.length - 1];
+const painted = performance.getEntriesByName('pi-forge:stack-list-painted', 'mark')[0].startTime;
+const sum = (list) => {
+  const f = list.filter((e) => e.startTime < painted);
+  return {
+    frames: f.length,
+    scriptMs: f.reduce((a, e) => a + e.scripts.reduce((b, s) => b + s.duration, 0), 0),
+    renderMs: f.reduce((a, e) => a + (e.startTime + e.duration - e.styleAndLayoutStart), 0),
+  };
+};
+const timer = setTimeout(() => done(sum([])), 300);
+new PerformanceObserver((l, o) => { o.disconnect(); clearTimeout(timer); done(sum(l.getEntries())); })
+  .observe({ type: 'long-animation-frame', buffered: true });
 "#;
 
 const BYTES: &str = "return [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')] \
@@ -126,6 +146,13 @@ async fn main() {
             let run = &mut runs[i];
             let browser = open_painted(&run.server.url).await;
             let mut t = browser.js(TIMINGS, vec![]).await;
+            let frames = browser
+                .client
+                .execute_async(FRAMES, vec![])
+                .await
+                .expect("long animation frames");
+            t["framesScriptMs"] = frames["scriptMs"].clone();
+            t["framesRenderMs"] = frames["renderMs"].clone();
             assert_eq!(
                 browser.count(".stack-row").await,
                 STACKS,
@@ -250,6 +277,10 @@ impl Run {
                 "listFetch": stats(seg("listEnd", "listStart"))["median"],
                 "listToRows": stats(list_to_rows)["median"],
                 "rowsToPaint": stats(seg("painted", "rows"))["median"],
+            },
+            "longFramesUntilPaintMedianMs": {
+                "script": stats(field("framesScriptMs"))["median"],
+                "styleLayoutPaint": stats(field("framesRenderMs"))["median"],
             },
             "firstLoadBytes": {
                 "atPaint": stats(field("bytes")),
