@@ -14,7 +14,8 @@ for (const file of process.argv.slice(2)) {
   const br = brotliCompressSync(raw, {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
-      [constants.BROTLI_PARAM_LGWIN]: constants.BROTLI_MAX_WINDOW_BITS,
+      // A 4 MiB window (the default) holds the whole bundle; a larger one only costs decoders memory.
+      [constants.BROTLI_PARAM_LGWIN]: constants.BROTLI_DEFAULT_WINDOW,
       [constants.BROTLI_PARAM_MODE]: text.test(file)
         ? constants.BROTLI_MODE_TEXT
         : constants.BROTLI_MODE_GENERIC,

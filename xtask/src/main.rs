@@ -26,9 +26,11 @@ COMMANDS:
     setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
     dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz)
+                     and compress it once (brotli 11 and gzip -9 variants, served as they are)
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
-    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and print its JSON
+    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmark
+                     (NAVBENCH_BASELINE=<pi-forge> adds an older build); print the JSON
     help             Print this text
 ";
 
