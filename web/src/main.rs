@@ -24,6 +24,13 @@ mod widgets;
 
 fn main() {
     mark("pi-forge:app-start");
+    // index.html's loading line (see there).
+    if let Some(splash) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("boot-splash"))
+    {
+        splash.remove();
+    }
     console_error_panic_hook::set_once();
     forge_core::stack::set_pattern_checker(jsregex::check);
     leptos::mount::mount_to_body(shell::Shell);
