@@ -11,7 +11,13 @@ console.error = (...args) => {
   consoleError(...args);
 };
 
+// The page names the (content-hashed) module and wasm in its preload links, so this file never
+// changes with them and is compressed once at build time like the rest of the bundle.
+const link = (selector) => document.querySelector(selector)?.getAttribute("href");
+const module = link('link[rel="modulepreload"]');
+const wasm = link('link[rel="preload"][as="fetch"]');
+
 // A dynamic import (static ones are hoisted) so the handlers above see loading errors too.
-import("/assets/forge_web.js")
-  .then((app) => app.default({ module_or_path: "/assets/forge_web_bg.wasm" }))
+import(module)
+  .then((app) => app.default({ module_or_path: wasm }))
   .catch((e) => console.error("pi-forge failed to start:", e));

@@ -171,3 +171,76 @@ async fn activate_without_a_live_session_explains_why_and_changes_nothing() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// How many requests of the page went to `path` (Resource Timing; finished requests only).
+async fn requests_to(browser: &Browser, path: &str) -> serde_json::Value {
+    browser
+        .js(
+            "return performance.getEntriesByType('resource').filter((r) => new URL(r.name).pathname === arguments[0]).length;",
+            vec![json!(path)],
+        )
+        .await
+}
+
+/// The page carries the stack list: the rows are on screen without a request for
+/// `/api/stacks`, the loading line is gone, the first `ready` event (same generation) fetches
+/// nothing more, and a later change on disk still reaches the list through the events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_rows_come_with_the_page_without_a_list_request() {
+    let files: Vec<(String, String)> = [("alpha", "Alpha"), ("beta", "Beta")]
+        .iter()
+        .map(|(id, name)| {
+            (
+                format!("project/.pi/forge/prompt-stacks/{id}.json"),
+                pretty(&sample_stack(id, name, "Text.")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let server = Server::start_with(&refs, &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_count(".stack-row", 2).await;
+    let titles =
+        "return [...document.querySelectorAll('.stack-row .row-title')].map((e) => e.textContent);";
+    assert_eq!(browser.js(titles, vec![]).await, json!(["Alpha", "Beta"]));
+    assert_eq!(
+        browser.count("#boot-splash").await,
+        0,
+        "the loading line is gone"
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return JSON.parse(document.getElementById('forge-initial').textContent).list.stacks.map((s) => s.selector);",
+                vec![]
+            )
+            .await,
+        json!(["project:alpha", "project:beta"])
+    );
+    // The first `ready` asks for the live session; by then the list was not fetched again.
+    browser
+        .wait_js(
+            "the live view after the first ready event",
+            "return performance.getEntriesByType('resource').some((r) => new URL(r.name).pathname === '/api/live');",
+            json!(true),
+        )
+        .await;
+    assert_eq!(requests_to(&browser, "/api/stacks").await, json!(0));
+
+    server.write_external(
+        "project/.pi/forge/prompt-stacks/gamma.json",
+        &pretty(&sample_stack("gamma", "Gamma", "Text.")),
+    );
+    browser.wait_count(".stack-row", 3).await;
+    assert_eq!(
+        browser.js(titles, vec![]).await,
+        json!(["Alpha", "Beta", "Gamma"])
+    );
+    assert_eq!(requests_to(&browser, "/api/stacks").await, json!(1));
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

@@ -432,6 +432,8 @@ mod server {
     const TARGET_COLD_START_MS: u64 = 30;
     const TARGET_RSS_AFTER_START_MIB: u64 = 20;
     const TARGET_EVENT_MEDIAN_MS: u64 = 100;
+    const TARGET_LIST_P50_MS: f64 = 0.4;
+    const TARGET_LIST_CPU_MS: f64 = 0.1;
 
     pub fn bench_server() -> Result<Value> {
         let temp = TempDir::new()?;
@@ -489,13 +491,26 @@ mod server {
         for (name, route) in routes {
             // One warm-up request, then the measured ones.
             let (method, path, body) = route(usize::MAX / 2);
-            server
+            let answer = server
                 .expect_ok(method, &path, body.as_deref())
                 .with_context(|| format!("warm-up of {name}"))?;
             requests += 1;
-            let (entry, sent) = measure_route(&server, route)
+            let cpu_before = server.cpu_ns();
+            let (mut entry, sent) = measure_route(&server, route)
                 .with_context(|| format!("while measuring {name} ({method} {path})"))?;
+            let cpu_after = server.cpu_ns();
             requests += sent;
+            entry["bodyBytes"] = json!(answer.len());
+            entry["serverCpuMsPerRequest"] = match (cpu_before, cpu_after) {
+                (Some(before), Some(after)) if sent > 0 => {
+                    json!((after.saturating_sub(before) as f64 / sent as f64 / 1e3).round() / 1e3)
+                }
+                _ => Value::Null,
+            };
+            if name == "list" {
+                entry["targetP50Ms"] = json!(TARGET_LIST_P50_MS);
+                entry["targetServerCpuMsPerRequest"] = json!(TARGET_LIST_CPU_MS);
+            }
             latency.insert(name.into(), entry);
         }
         let rss_after_requests = server.status_kib("VmRSS");
@@ -819,6 +834,18 @@ mod server {
             )
         }
 
+        /// CPU time the server's threads have used, in nanoseconds: the sum of the first
+        /// field of `/proc/<pid>/task/*/schedstat`; `None` off Linux.
+        fn cpu_ns(&self) -> Option<u64> {
+            let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).ok()?;
+            let mut total = 0u64;
+            for task in tasks.flatten() {
+                let text = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+                total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+            }
+            Some(total)
+        }
+
         /// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`); `None` off Linux.
         fn status_kib(&self, field: &str) -> Option<u64> {
             let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -1048,6 +1075,7 @@ mod server {
             json!({
                 "requests": count,
                 "p50Ms": ms(percentile(&mut samples, 0.5)),
+                "minMs": ms(samples.first().copied().unwrap_or_default()),
                 "p99Ms": ms(percentile(&mut samples, 0.99)),
                 "maxMs": ms(samples.last().copied().unwrap_or_default()),
                 "perSecond": (count as f64 / wall.as_secs_f64()).round(),

@@ -201,12 +201,7 @@ fn the_url_token_is_exchanged_for_a_strict_http_only_cookie() {
     );
     assert_eq!(exchange.headers()["cache-control"], "no-store");
 
-    let page = f
-        .client
-        .get(f.server.url("/"))
-        .header("cookie", f.server.cookie())
-        .send()
-        .unwrap();
+    let page = get_page(&f);
     // 503 when this binary was built without the web bundle (it then says how to build it).
     assert!(
         page.status() == StatusCode::OK || page.status() == StatusCode::SERVICE_UNAVAILABLE,
@@ -1292,12 +1287,7 @@ fn events_need_the_cookie() {
 #[test]
 fn assets_are_public_content_hashed_immutable_and_compressed() {
     let f = Fixture::new();
-    let page = f
-        .client
-        .get(f.server.url("/"))
-        .header("cookie", f.server.cookie())
-        .send()
-        .unwrap();
+    let page = get_page(&f);
     if page.status() == StatusCode::SERVICE_UNAVAILABLE {
         // Built without the web bundle: the page says how to build it.
         assert!(page.text().unwrap().contains("cargo xtask dist"));
@@ -1438,4 +1428,198 @@ fn workspace_problems_are_reported_and_the_rest_still_loads() {
     let (status, _, _) = f.send(Method::POST, "/api/reload", &json!({}));
     assert_eq!(status, StatusCode::OK);
     assert_eq!(f.get_json("/api/meta")["problems"], json!([]));
+}
+
+/// `assets/dist` of this checkout: what `cargo xtask dist` built and the binary embeds.
+fn dist_file(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/dist")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; run `cargo xtask dist` first",
+            path.display()
+        )
+    })
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    forge_core::canonical::sha256_hex(bytes)
+}
+
+/// `GET /` with the session cookie, as the browser asks after the token exchange.
+fn get_page(f: &Fixture) -> Response {
+    f.client
+        .get(f.server.url("/"))
+        .header("cookie", f.server.cookie())
+        .send()
+        .unwrap()
+}
+
+/// The page as the browser gets it (cookie, no `Accept-Encoding`).
+fn page(f: &Fixture) -> String {
+    let page = get_page(f);
+    assert_eq!(
+        page.status(),
+        StatusCode::OK,
+        "pi-forge was built without its web bundle: run `cargo xtask dist` first"
+    );
+    assert_eq!(page.headers().get("content-encoding"), None);
+    page.text().unwrap()
+}
+
+/// `/assets/<stem>.<hash>.<ext>` as the page links it.
+fn linked(html: &str, stem: &str, ext: &str) -> String {
+    let start = html
+        .find(&format!("/assets/{stem}."))
+        .unwrap_or_else(|| panic!("the page links no /assets/{stem}.*: {html}"));
+    let end = start + html[start..].find('"').unwrap();
+    let path = html[start..end].to_string();
+    assert!(path.ends_with(&format!(".{ext}")), "{path}");
+    path
+}
+
+#[test]
+fn assets_are_sent_exactly_as_the_build_compressed_them() {
+    let f = Fixture::new();
+    let html = page(&f);
+    for (stem, ext) in [
+        ("forge_web_bg", "wasm"),
+        ("forge_web", "js"),
+        ("app", "css"),
+        ("boot", "js"),
+    ] {
+        let plain = format!("{stem}.{ext}");
+        let raw = dist_file(&plain);
+        let path = linked(&html, stem, ext);
+        assert_eq!(
+            path,
+            format!("/assets/{stem}.{}.{ext}", &sha256(&raw)[..10]),
+            "the hashed name is the raw file's hash"
+        );
+        for (accept, coding, file) in [
+            (Some("br"), Some("br"), format!("{plain}.br")),
+            (
+                Some("gzip, deflate, br, zstd"),
+                Some("br"),
+                format!("{plain}.br"),
+            ),
+            (Some("gzip"), Some("gzip"), format!("{plain}.gz")),
+            (Some("br;q=0, gzip"), Some("gzip"), format!("{plain}.gz")),
+            (None, None, plain.clone()),
+            (Some("identity"), None, plain.clone()),
+        ] {
+            let mut request = f.client.get(f.server.url(&path));
+            if let Some(accept) = accept {
+                request = request.header("accept-encoding", accept);
+            }
+            let response = request.send().unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{path} {accept:?}");
+            let headers = response.headers().clone();
+            assert_eq!(
+                headers.get("content-encoding").map(|v| v.to_str().unwrap()),
+                coding,
+                "{path} {accept:?}"
+            );
+            assert_eq!(headers["vary"], "accept-encoding");
+            let body = response.bytes().unwrap();
+            assert_eq!(
+                sha256(&body),
+                sha256(&dist_file(&file)),
+                "{path} with {accept:?} is {file} byte for byte"
+            );
+        }
+    }
+    // The build's variants are never served under their own names.
+    let response = f
+        .client
+        .get(f.server.url("/assets/app.css.br"))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    // The favicon is a tiny PNG, sent as it is.
+    let icon = linked(&html, "favicon", "png");
+    let response = f
+        .client
+        .get(f.server.url(&icon))
+        .header("accept-encoding", "br, gzip")
+        .send()
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "image/png");
+    assert_eq!(response.headers().get("content-encoding"), None);
+    assert_eq!(response.bytes().unwrap().to_vec(), dist_file("favicon.png"));
+}
+
+/// The JSON data block the page carries: `{generation, list}`.
+fn embedded(html: &str) -> Value {
+    let open = "<script type=\"application/json\" id=\"forge-initial\">";
+    let start = html.find(open).expect("the page embeds the initial data") + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+#[test]
+fn the_stack_list_is_serialized_once_per_snapshot_and_embedded_in_the_page() {
+    let f = Fixture::new();
+    let first = f.get("/api/stacks");
+    assert_eq!(first.headers()["content-type"], "application/json");
+    let etag = first.headers()["etag"].to_str().unwrap().to_string();
+    let body = first.bytes().unwrap();
+    // The same bytes and tag until something changes.
+    let again = f.get("/api/stacks");
+    assert_eq!(again.headers()["etag"], etag.as_str());
+    assert_eq!(again.bytes().unwrap(), body);
+    let not_modified = f
+        .req(Method::GET, "/api/stacks")
+        .header("if-none-match", &etag)
+        .send()
+        .unwrap();
+    assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(not_modified.bytes().unwrap().len(), 0);
+    // Compressed when asked for, to the same bytes.
+    let br = f
+        .req(Method::GET, "/api/stacks")
+        .header("accept-encoding", "br")
+        .send()
+        .unwrap();
+    assert_eq!(br.headers()["content-encoding"], "br");
+    assert_eq!(
+        br.headers()["etag"].to_str().unwrap(),
+        format!("{}-br\"", etag.trim_end_matches('"'))
+    );
+    let mut decoded = Vec::new();
+    std::io::Read::read_to_end(
+        &mut brotli::Decompressor::new(br.bytes().unwrap().as_ref(), 4096),
+        &mut decoded,
+    )
+    .unwrap();
+    assert_eq!(decoded, body);
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(list["stacks"][0]["name"], "Alpha");
+
+    // The page carries the same list and the generation it belongs to.
+    let generation = |f: &Fixture| f.get_json("/api/meta")["generation"].clone();
+    let data = embedded(&page(&f));
+    assert_eq!(data["list"], list);
+    assert_eq!(data["generation"], generation(&f));
+
+    // A save is a new snapshot: new bytes, new tag, and the page follows.
+    let mut stack: Value = serde_json::from_str(ALPHA).unwrap();
+    stack["name"] = json!("Alpha </script> renamed");
+    let rev = revision(&std::fs::read(f.stack_path("alpha")).unwrap());
+    let (status, _, _) = f.send(
+        Method::PUT,
+        "/api/stacks/alpha",
+        &json!({"stack": stack, "sourceRevision": rev}),
+    );
+    assert_eq!(status, StatusCode::OK);
+    let after = f.get("/api/stacks");
+    assert_ne!(after.headers()["etag"], etag.as_str());
+    let list: Value = after.json().unwrap();
+    assert_eq!(list["stacks"][0]["name"], "Alpha </script> renamed");
+    let html = page(&f);
+    assert!(!html.contains("Alpha </script>"), "no raw `<` in the data");
+    let data = embedded(&html);
+    assert_eq!(data["list"], list);
+    assert_eq!(data["generation"], generation(&f));
 }

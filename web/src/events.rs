@@ -2,7 +2,8 @@
 //!
 //! `changed` events name the files a reload changed; the open editor reacts through
 //! [`crate::state::on_stack_change`], lists are refetched. `ready` (sent first, and again after
-//! the browser reconnects) and `resync` refetch everything, so nothing missed stays stale.
+//! the browser reconnects) and `resync` refetch everything, so nothing missed stays stale; the
+//! first `ready` refetches the list the page embedded only when its generation is older.
 //! `live` carries the live Pi session's view (`GET /api/live`) after `ready` and on every
 //! change; each `ready` also asks `GET /api/live` once, in case the stream's `live` is missing.
 //! `payloads` (a capture, late usage, an arm or a clear) bumps `payload_events`; the views that
@@ -14,19 +15,31 @@ use wasm_bindgen::prelude::*;
 use web_sys::{EventSource, MessageEvent};
 
 use crate::api::{arr, s};
-use crate::state::{fetch_live, on_live_event, on_stack_change, refresh_stacks, App};
+use crate::state::{
+    boot_generation, fetch_live, on_live_event, on_stack_change, refresh_stacks, App,
+};
 
 pub fn connect(app: App) {
     let Ok(source) = EventSource::new("/api/events") else {
         return;
     };
     let connected = std::cell::Cell::new(false);
-    let on_ready = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
+    let on_ready = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
         fetch_live(app);
         // The first `ready` follows the initial fetches; a later one follows a reconnect.
         if connected.replace(true) {
             refresh_stacks(app);
             app.profile_events.update(|n| *n += 1);
+        } else if let Some(embedded) = boot_generation(app) {
+            // The list came with the page: refetch it if the workspace changed since.
+            let generation = ev
+                .data()
+                .as_string()
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .and_then(|v| v.get("generation").and_then(Value::as_u64));
+            if generation != Some(embedded) {
+                refresh_stacks(app);
+            }
         }
     });
     let on_resync = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {

@@ -24,7 +24,22 @@ mod state;
 mod widgets;
 
 fn main() {
+    mark("pi-forge:app-start");
+    // index.html's loading line (see there).
+    if let Some(splash) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("boot-splash"))
+    {
+        splash.remove();
+    }
     console_error_panic_hook::set_once();
     forge_core::stack::set_pattern_checker(jsregex::check);
     leptos::mount::mount_to_body(shell::Shell);
+}
+
+/// A performance mark (read by `cargo xtask bench`; see e2e/examples/navbench.rs).
+pub fn mark(name: &str) {
+    if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = perf.mark(name);
+    }
 }

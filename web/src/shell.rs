@@ -41,8 +41,15 @@ pub fn Shell() -> impl IntoView {
     app.dark.set(dark);
     apply_theme(dark);
 
-    state::refresh_stacks(app);
+    // The page carries the stack list: the rows are in the first render, without a request.
+    if !state::boot_list(app) {
+        state::refresh_stacks(app);
+    }
     state::load_resources(app);
+    // The editor, the preview dock and the dialogs are built after the first paint.
+    request_animation_frame(move || {
+        set_timeout(move || app.shell_ready.set(true), std::time::Duration::ZERO)
+    });
     crate::events::connect(app);
 
     // Ctrl/Cmd+S saves what the current surface edits.
@@ -140,7 +147,7 @@ pub fn Shell() -> impl IntoView {
                 Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
                 Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
             }}
-            <Dialogs/>
+            {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
         </div>
     }
 }
@@ -224,13 +231,15 @@ fn LiveIndicator() -> impl IntoView {
 
 #[component]
 fn PresetsSurface() -> impl IntoView {
+    let app = state::app();
+    let ready = move || app.shell_ready.get();
     view! {
         <div class="presets">
             <StackSidebar/>
             <main class="workspace">
-                <StackWorkspace/>
+                {move || ready().then(|| view! { <StackWorkspace/> })}
             </main>
-            <PreviewDock/>
+            {move || ready().then(|| view! { <PreviewDock/> })}
         </div>
     }
 }
@@ -259,11 +268,12 @@ fn StackSidebar() -> impl IntoView {
         app.stacks
             .with(|rows| rows.iter().filter(|r| r.scope == scope.as_str()).count())
     };
-    let selected = move || {
+    // A memo: the rows re-run only when another Preset is opened, not on every save.
+    let selected = Memo::new(move |_| {
         app.editor
             .loaded
             .with(|l| l.as_ref().map(|l| l.selector.clone()))
-    };
+    });
     let scope_button = move |scope: Scope, label: &'static str| {
         view! {
             <button class="seg-button" class:current=move || app.scope.get() == scope
@@ -301,7 +311,7 @@ fn StackSidebar() -> impl IntoView {
                     rows.into_iter().map(|r| {
                         let sel = r.selector.clone();
                         let sel2 = r.selector.clone();
-                        let is_selected = move || selected().as_deref() == Some(sel2.as_str());
+                        let is_selected = move || selected.with(|s| s.as_deref() == Some(sel2.as_str()));
                         let is_selected2 = is_selected.clone();
                         let title = r.name.clone().unwrap_or_else(|| r.id.clone());
                         let detail = format!("{} · {} item{}", r.mode, r.items, if r.items == 1 { "" } else { "s" });
@@ -314,19 +324,7 @@ fn StackSidebar() -> impl IntoView {
                                     <span class="row-title">{title}</span>
                                     <span class="row-id">{r.id.clone()}</span>
                                     <span class="row-detail">{detail}</span>
-                                    <span class="row-badges">
-                                        {r.active.then(|| view! { <span class="badge active">"active"</span> })}
-                                        {(r.errors > 0).then(|| {
-                                            let label = format!("{} error{}", r.errors, if r.errors == 1 { "" } else { "s" });
-                                            view! { <span class="badge error" title=label.clone() aria-label=label>{r.errors}" ✕"</span> }
-                                        })}
-                                        {(r.warnings > 0).then(|| {
-                                            let label = format!("{} warning{}", r.warnings, if r.warnings == 1 { "" } else { "s" });
-                                            view! { <span class="badge warning" title=label.clone() aria-label=label>{r.warnings}" !"</span> }
-                                        })}
-                                        {r.shadowed.then(|| view! { <span class="badge muted" title="A project Preset with the same id hides this one">"shadowed"</span> })}
-                                        {r.legacy.then(|| view! { <span class="badge muted" title=".pi/prompt-stacks (legacy folder)">"legacy"</span> })}
-                                    </span>
+                                    {row_badges(&r)}
                                 </button>
                             </li>
                         }
@@ -335,6 +333,28 @@ fn StackSidebar() -> impl IntoView {
             </ul>
         </aside>
     }
+}
+
+/// The badges of a stack row; no element at all for a row without any (most rows).
+fn row_badges(r: &state::StackRow) -> Option<AnyView> {
+    if !(r.active || r.errors > 0 || r.warnings > 0 || r.shadowed || r.legacy) {
+        return None;
+    }
+    Some(view! {
+        <span class="row-badges">
+            {r.active.then(|| view! { <span class="badge active">"active"</span> })}
+            {(r.errors > 0).then(|| {
+                let label = format!("{} error{}", r.errors, if r.errors == 1 { "" } else { "s" });
+                view! { <span class="badge error" title=label.clone() aria-label=label>{r.errors}" ✕"</span> }
+            })}
+            {(r.warnings > 0).then(|| {
+                let label = format!("{} warning{}", r.warnings, if r.warnings == 1 { "" } else { "s" });
+                view! { <span class="badge warning" title=label.clone() aria-label=label>{r.warnings}" !"</span> }
+            })}
+            {r.shadowed.then(|| view! { <span class="badge muted" title="A project Preset with the same id hides this one">"shadowed"</span> })}
+            {r.legacy.then(|| view! { <span class="badge muted" title=".pi/prompt-stacks (legacy folder)">"legacy"</span> })}
+        </span>
+    }.into_any())
 }
 
 /// Focuses the element matching `selector` on the next frame (after the DOM update).

@@ -301,6 +301,11 @@ pub struct App {
     pub profile_save: RwSignal<Option<Callback<()>>>,
     /// The newest stack-list request; an older answer arriving later is dropped.
     list_seq: StoredValue<u64>,
+    /// The workspace generation of the list embedded in the page (`None`: it was fetched).
+    boot_generation: StoredValue<Option<u64>>,
+    /// False until the stack list has been painted once; the editor, the preview dock and the
+    /// dialogs are built after that, so they never delay the first rows.
+    pub shell_ready: RwSignal<bool>,
 }
 
 impl App {
@@ -330,6 +335,8 @@ impl App {
             profile_dirty: RwSignal::new(false),
             profile_save: RwSignal::new(None),
             list_seq: StoredValue::new(0),
+            boot_generation: StoredValue::new(None),
+            shell_ready: RwSignal::new(false),
         }
     }
 
@@ -396,80 +403,111 @@ pub fn refresh_stacks(app: App) {
             return; // a newer list was asked for
         }
         match result {
-            Ok(v) => {
-                let rows: Vec<StackRow> =
-                    arr(&v, "stacks").iter().map(StackRow::from_json).collect();
-                app.active_id.set(opt_s(&v, "activeId"));
-                app.trusted
-                    .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
-                app.cwd.set(s(&v, "cwd"));
-                app.problems.set(
-                    arr(&v, "problems")
-                        .iter()
-                        .map(|d| s(d, "message"))
-                        .collect(),
-                );
-                app.stacks.set(rows);
-                let first_load = !app.stacks_loaded.get_untracked();
-                if first_load {
-                    // After the DOM update: "pi-forge:stack-list" marks when the list is on
-                    // screen (read by `cargo xtask bench`).
-                    request_animation_frame(|| {
-                        if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
-                            let _ = perf.mark("pi-forge:stack-list");
-                        }
-                    });
-                }
-                app.stacks_loaded.set(true);
-                let open = app
-                    .editor
-                    .loaded
-                    .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
-                match open {
-                    // A stack the user chose is on its way.
-                    None if app.editor.load_pending() => {}
-                    None => {
-                        let pick = app.stacks.with_untracked(|rows| {
-                            let active = app.active_id.get_untracked();
-                            rows.iter()
-                                .find(|r| Some(&r.selector) == active.as_ref())
-                                .or_else(|| {
-                                    rows.iter()
-                                        .find(|r| r.scope == app.scope.get_untracked().as_str())
-                                })
-                                .or_else(|| rows.first())
-                                .map(|r| (r.selector.clone(), r.scope.clone()))
-                        });
-                        match pick {
-                            Some((sel, scope)) => {
-                                // The list shows the opened Preset's scope (an untrusted
-                                // project has global Presets only).
-                                if let Some(scope) = Scope::parse(&scope) {
-                                    app.scope.set(scope);
-                                }
-                                load_stack(app, sel, true)
-                            }
-                            None if first_load => app.say("No prompt stacks found.", Tone::Info),
-                            None => {}
-                        }
-                    }
-                    Some(sel) => {
-                        let exists = app
-                            .stacks
-                            .with_untracked(|rows| rows.iter().any(|r| r.selector == sel));
-                        // A list asked for before the open stack was created or loaded may not
-                        // hold it yet.
-                        let opened_since = app.editor.load_seq.get_value() != loads_before;
-                        if !exists && !opened_since && !app.editor.dirty.get_untracked() {
-                            close_stack(app);
-                            refresh_stacks(app);
-                        }
-                    }
-                }
-            }
+            Ok(v) => apply_list(app, &v, loads_before),
             Err(e) => app.fail(&e),
         }
     });
+}
+
+/// Takes the stack list the server embedded in the page (`<script type="application/json"
+/// id="forge-initial">{generation, list}</script>`), so the first rows need no request. Returns
+/// false when the page has none (the caller fetches the list then).
+pub fn boot_list(app: App) -> bool {
+    let Some(text) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("forge-initial"))
+        .and_then(|e| e.text_content())
+    else {
+        return false;
+    };
+    let Ok(data) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
+    let Some(list) = data.get("list").filter(|l| l.is_object()) else {
+        return false;
+    };
+    app.boot_generation
+        .set_value(data.get("generation").and_then(Value::as_u64));
+    apply_list(app, list, app.editor.load_seq.get_value());
+    true
+}
+
+/// The generation of the embedded list, when the page had one: the first `ready` event
+/// refetches the list only when the workspace changed since.
+pub fn boot_generation(app: App) -> Option<u64> {
+    app.boot_generation.get_value()
+}
+
+/// Shows a stack list (`GET /api/stacks` or the page's embedded copy); when nothing is open,
+/// opens the active stack or the first one. `loads_before` is the editor's load count when the
+/// list was asked for.
+fn apply_list(app: App, v: &Value, loads_before: u64) {
+    let rows: Vec<StackRow> = arr(v, "stacks").iter().map(StackRow::from_json).collect();
+    app.active_id.set(opt_s(v, "activeId"));
+    app.trusted
+        .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
+    app.cwd.set(s(v, "cwd"));
+    app.problems
+        .set(arr(v, "problems").iter().map(|d| s(d, "message")).collect());
+    app.stacks.set(rows);
+    let first_load = !app.stacks_loaded.get_untracked();
+    if first_load {
+        // After the DOM update: "pi-forge:stack-list" marks when the list is on screen,
+        // "pi-forge:stack-list-painted" when it was painted (read by `cargo xtask bench`).
+        request_animation_frame(|| {
+            crate::mark("pi-forge:stack-list");
+            // A task queued from the frame runs after that frame's paint.
+            set_timeout(
+                || crate::mark("pi-forge:stack-list-painted"),
+                std::time::Duration::ZERO,
+            );
+        });
+    }
+    app.stacks_loaded.set(true);
+    let open = app
+        .editor
+        .loaded
+        .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()));
+    match open {
+        // A stack the user chose is on its way.
+        None if app.editor.load_pending() => {}
+        None => {
+            let pick = app.stacks.with_untracked(|rows| {
+                let active = app.active_id.get_untracked();
+                rows.iter()
+                    .find(|r| Some(&r.selector) == active.as_ref())
+                    .or_else(|| {
+                        rows.iter()
+                            .find(|r| r.scope == app.scope.get_untracked().as_str())
+                    })
+                    .or_else(|| rows.first())
+                    .map(|r| (r.selector.clone(), r.scope.clone()))
+            });
+            match pick {
+                Some((sel, scope)) => {
+                    // The list shows the opened Preset's scope (an untrusted project has
+                    // global Presets only).
+                    if let Some(scope) = Scope::parse(&scope) {
+                        app.scope.set(scope);
+                    }
+                    load_stack(app, sel, true)
+                }
+                None if first_load => app.say("No prompt stacks found.", Tone::Info),
+                None => {}
+            }
+        }
+        Some(sel) => {
+            let exists = app
+                .stacks
+                .with_untracked(|rows| rows.iter().any(|r| r.selector == sel));
+            // A list asked for before the open stack was created or loaded may not hold it yet.
+            let opened_since = app.editor.load_seq.get_value() != loads_before;
+            if !exists && !opened_since && !app.editor.dirty.get_untracked() {
+                close_stack(app);
+                refresh_stacks(app);
+            }
+        }
+    }
 }
 
 /// Clears the editor (the open stack is gone).

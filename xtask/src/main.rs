@@ -11,7 +11,7 @@ use std::env;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -26,9 +26,11 @@ COMMANDS:
     setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
     dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz)
+                     and compress it once (brotli 11 and gzip -9 variants, served as they are)
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
-    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and print its JSON
+    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmark
+                     (NAVBENCH_BASELINE=<pi-forge> adds an older build); print the JSON
     help             Print this text
 ";
 
@@ -37,7 +39,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const APT_INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
 /// Files copied verbatim from `assets/` into the bundle.
-const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.svg"];
+const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.png"];
 /// Wasm features that rustc's wasm32 target emits by default and wasm-bindgen keeps.
 const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-bulk-memory",
@@ -493,8 +495,9 @@ fn is_root() -> bool {
 // ---------------------------------------------------------------------------------------------
 // dist
 
-/// Builds the web bundle into `assets/dist`; returns its files with raw and gzip sizes.
-fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
+/// Builds the web bundle into `assets/dist` and compresses it; returns its files with raw,
+/// brotli and gzip sizes.
+fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     let tools = setup(ctx, Setup::Wasm)?;
     let started = Instant::now();
 
@@ -548,24 +551,85 @@ fn dist(ctx: &Ctx) -> Result<Vec<(String, u64, Option<u64>)>> {
         })?;
     }
 
+    step("compressing the bundle once (brotli quality 11 and gzip -9, tools/compress.mjs)");
+    let mut to_compress: Vec<PathBuf> = read_dir(staging)?
+        .into_iter()
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| COMPRESSED_EXTENSIONS.iter().any(|c| e == *c))
+        })
+        .collect();
+    to_compress.sort();
+    let listing = capture(
+        Command::new("node")
+            .arg(ctx.tools_dir().join("compress.mjs"))
+            .args(&to_compress),
+    )
+    .map_err(|f| with_hint(f, "install Node.js (see docs/development.md)"))?;
+    let compressed = parse_compressed(&listing)?;
+
     // Swap the finished bundle in, so a failed build never leaves a half-written dist.
     remove_dir_if_exists(&dist)?;
     rename(staging, &dist)?;
 
-    let mut files: Vec<(String, u64, Option<u64>)> = Vec::new();
+    let mut files: Vec<DistFile> = Vec::new();
     let mut entries: Vec<_> = read_dir(&dist)?;
     entries.sort();
     for path in entries {
-        let raw = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        files.push((name, raw, gzip_size(&path)));
+        if name.ends_with(".br") || name.ends_with(".gz") {
+            continue;
+        }
+        let raw = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let (br, gz) = compressed
+            .iter()
+            .find(|c| c.0 == name)
+            .map_or((None, None), |c| (Some(c.2), Some(c.3)));
+        files.push(DistFile { name, raw, br, gz });
     }
     println!("assets/dist ({:.1}s):", started.elapsed().as_secs_f64());
-    for (name, raw, gz) in &files {
-        let gz = gz.map_or_else(|| "?".to_string(), kib);
-        println!("  {name:<22} {:>10} raw {gz:>10} gzip", kib(*raw));
+    for f in &files {
+        let size = |v: Option<u64>| v.map_or_else(|| "-".to_string(), kib);
+        println!(
+            "  {:<22} {:>10} raw {:>10} br {:>10} gzip",
+            f.name,
+            kib(f.raw),
+            size(f.br),
+            size(f.gz)
+        );
     }
     Ok(files)
+}
+
+/// Files `dist` compresses at build time (the server sends `<file>.br` / `<file>.gz` as they are).
+const COMPRESSED_EXTENSIONS: &[&str] = &["wasm", "js", "css"];
+
+/// One file of the bundle: raw size and the sizes of its build-time brotli and gzip variants.
+struct DistFile {
+    name: String,
+    raw: u64,
+    br: Option<u64>,
+    gz: Option<u64>,
+}
+
+/// `name raw br gz` lines printed by tools/compress.mjs.
+fn parse_compressed(listing: &str) -> Result<Vec<(String, u64, u64, u64)>> {
+    listing
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            let num = |i: usize| parts.get(i).and_then(|p| p.parse::<u64>().ok());
+            match (parts.first(), num(1), num(2), num(3)) {
+                (Some(name), Some(raw), Some(br), Some(gz)) if parts.len() == 4 => {
+                    Ok((name.to_string(), raw, br, gz))
+                }
+                _ => fail(format!(
+                    "tools/compress.mjs printed an unexpected line: {line:?}"
+                )),
+            }
+        })
+        .collect()
 }
 
 /// The bundle being built; removed on drop so a failed build leaves no stray folder behind
@@ -580,20 +644,6 @@ impl Drop for StagingDir {
 
 fn kib(bytes: u64) -> String {
     format!("{:.1} KiB", bytes as f64 / 1024.0)
-}
-
-/// Size of `gzip -9 -c path`, or None when gzip is not available.
-fn gzip_size(path: &Path) -> Option<u64> {
-    let mut child = Command::new("gzip")
-        .args(["-9", "-c"])
-        .arg(path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut buf = Vec::new();
-    child.stdout.take()?.read_to_end(&mut buf).ok()?;
-    child.wait().ok()?.success().then_some(buf.len() as u64)
 }
 
 /// Cargo's target directory (honours CARGO_TARGET_DIR and `build.target-dir`).
@@ -853,27 +903,29 @@ fn core_bench(ctx: &Ctx, args: &[String]) -> Result<String> {
     Ok(stdout)
 }
 
-/// The web app: release bundle size (gzip) and navigation → rendered stack list in headless
-/// Chromium (e2e/examples/navbench.rs).
+/// The web app: release bundle sizes (raw, and the build-time brotli and gzip variants the
+/// server sends) and the first visit / warm reload in headless Chromium (e2e/examples/navbench.rs).
 fn web_bench(ctx: &Ctx) -> Result<String> {
     let files = dist(ctx)?;
     setup(ctx, Setup::All)?;
-    let gz = |suffix: &str| -> u64 {
-        files
-            .iter()
-            .filter(|(name, _, _)| name.ends_with(suffix))
-            .map(|(_, _, gz)| gz.unwrap_or(0))
-            .sum()
-    };
-    let (wasm, js, css) = (gz(".wasm"), gz(".js"), gz(".css"));
-    let total = wasm + js + css;
+    let mut sizes = Vec::new();
+    for f in &files {
+        let opt = |v: Option<u64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
+        sizes.push(format!(
+            "\"{}\": {{\"raw\": {}, \"br\": {}, \"gzip\": {}}}",
+            f.name,
+            f.raw,
+            opt(f.br),
+            opt(f.gz)
+        ));
+    }
     step("building the release pi-forge binary (it embeds the bundle just built)");
     run(ctx
         .cargo()
         .args(["build", "--release", "-p", "pi-forge", "--bin", "pi-forge"]))?;
     let binary = target_dir(ctx)?.join("release/pi-forge");
     step(
-        "timing navigation → rendered stack list (headless Chromium, release pi-forge, 50 stacks)",
+        "timing first visits (fresh Chromium profile each) and warm reloads to 50 rendered rows (release pi-forge)",
     );
     let out = ctx
         .cargo()
@@ -900,7 +952,8 @@ fn web_bench(ctx: &Ctx) -> Result<String> {
         );
     }
     Ok(format!(
-        "{{\"bundleGzipBytes\": {{\"wasm\": {wasm}, \"js\": {js}, \"css\": {css}, \"total\": {total}, \"target\": 450000}}, \"navigation\": {nav}}}"
+        "{{\"bundleBytes\": {{{}}}, \"navigation\": {nav}}}",
+        sizes.join(", ")
     ))
 }
 

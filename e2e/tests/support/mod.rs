@@ -175,6 +175,11 @@ impl Server {
     /// is `project/` (so stacks go to `project/.pi/forge/prompt-stacks/<id>.json`) and the
     /// global directory is `global/`).
     pub fn start_with(files: &[(&str, &str)], extra_args: &[&str]) -> Server {
+        Server::start_binary(pi_forge_binary(), files, extra_args)
+    }
+
+    /// [`Server::start_with`] with another `pi-forge` executable (the benchmark compares two).
+    pub fn start_binary(binary: &Path, files: &[(&str, &str)], extra_args: &[&str]) -> Server {
         let home = tempfile::tempdir().expect("temp dir");
         let project = home.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
@@ -183,7 +188,7 @@ impl Server {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, text).unwrap();
         }
-        let mut cmd = Command::new(pi_forge_binary());
+        let mut cmd = Command::new(binary);
         cmd.args(["ui", "--no-open", "--port", "0", "--project"])
             .arg(&project)
             .args(extra_args)

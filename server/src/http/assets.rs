@@ -1,23 +1,27 @@
 //! The embedded single-page app.
 //!
-//! `cargo xtask dist` writes the bundle to `assets/dist/`; rust-embed embeds it at compile time.
-//! At first use the server derives content-hashed names (`app.3f2a9c01d4.css`) for every file
-//! and rewrites the references in `index.html` and `boot.js` to them, so browsers may cache
-//! assets forever (`immutable`) while the page itself is never cached. The plain names keep
-//! working with revalidation (`no-cache` + `ETag`). Without a bundle `/` answers 503 and says how
-//! to build it.
+//! `cargo xtask dist` writes the bundle to `assets/dist/` and compresses its wasm, js and css
+//! files once, at build time (`<name>.br`: brotli quality 11, `<name>.gz`: gzip -9); rust-embed
+//! embeds it all at compile time. At first use the server derives content-hashed names
+//! (`app.3f2a9c01d4.css`) for every file and rewrites the references in `index.html` to them,
+//! so browsers may cache assets forever (`immutable`) while the page itself is never cached.
+//! The plain names keep working with revalidation (`no-cache` + `ETag`). An asset is answered
+//! with the build's variant that `Accept-Encoding` prefers, byte for byte; nothing is compressed
+//! at request time. The page is built per workspace snapshot with the stack list embedded
+//! ([`super::viewcache`]). Without a bundle `/` answers 503 and says how to build it.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use axum::body::Bytes;
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use forge_core::canonical::sha256_hex;
 use rust_embed::RustEmbed;
+
+use super::encoding::Encoded;
+use super::AppState;
 
 /// The web bundle. Empty when `assets/dist` did not exist at build time.
 #[derive(RustEmbed)]
@@ -34,24 +38,23 @@ Build it and rebuild pi-forge:
 (or simply `cargo xtask run`).
 ";
 
-/// Files that name other assets; their references are rewritten to the hashed names.
-const REFERRING: [&str; 2] = ["boot.js", "index.html"];
+/// The page; its references are rewritten to the hashed names, and it is never served as is.
+const INDEX: &str = "index.html";
+/// Suffixes of the build's compressed variants (served only as variants of their file).
+const VARIANTS: [&str; 2] = [".br", ".gz"];
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 struct Asset {
-    data: Bytes,
-    mime: String,
-    etag: String,
-    /// Served under its content-hashed name.
-    hashed: bool,
+    body: Encoded,
+    mime: HeaderValue,
 }
 
 struct Bundle {
-    /// By plain and by hashed name.
-    files: HashMap<String, Asset>,
+    /// By plain name (`false`) and by hashed name (`true`: immutable).
+    files: HashMap<String, (Arc<Asset>, bool)>,
     /// `index.html` with hashed references.
-    index: Option<Vec<u8>>,
+    index: Option<String>,
 }
 
 fn hashed_name(name: &str, hash: &str) -> String {
@@ -60,12 +63,6 @@ fn hashed_name(name: &str, hash: &str) -> String {
         Some((stem, ext)) => format!("{stem}.{short}.{ext}"),
         None => format!("{name}.{short}"),
     }
-}
-
-fn mime_of(name: &str) -> String {
-    Dist::get(name)
-        .map(|f| f.metadata.mimetype().to_string())
-        .unwrap_or_else(|| "application/octet-stream".to_string())
 }
 
 fn rewrite(text: &str, renames: &[(String, String)]) -> String {
@@ -81,6 +78,10 @@ fn rewrite(text: &str, renames: &[(String, String)]) -> String {
     out
 }
 
+fn embedded(name: &str) -> Option<Bytes> {
+    Dist::get(name).map(|f| bytes_of(f.data))
+}
+
 fn bundle() -> &'static Bundle {
     static BUNDLE: OnceLock<Bundle> = OnceLock::new();
     BUNDLE.get_or_init(|| {
@@ -89,60 +90,31 @@ fn bundle() -> &'static Bundle {
         let mut renames: Vec<(String, String)> = Vec::new();
         let mut names: Vec<String> = Dist::iter().map(|n| n.into_owned()).collect();
         names.sort_by_key(|n| std::cmp::Reverse(n.len()));
-        for name in names.iter().filter(|n| !REFERRING.contains(&n.as_str())) {
+        let served = names
+            .iter()
+            .filter(|n| n.as_str() != INDEX && !VARIANTS.iter().any(|v| n.ends_with(v)));
+        for name in served {
             let Some(file) = Dist::get(name) else {
                 continue;
             };
             let hash = hex(&file.metadata.sha256_hash());
             let hashed = hashed_name(name, &hash);
             renames.push((name.clone(), hashed.clone()));
-            let mime = file.metadata.mimetype().to_string();
-            files.insert(
-                hashed,
-                Asset {
-                    data: bytes_of(file.data.clone()),
-                    mime: mime.clone(),
-                    etag: format!("\"{hash}\""),
-                    hashed: true,
-                },
-            );
-            files.insert(
-                name.clone(),
-                Asset {
-                    data: bytes_of(file.data),
-                    mime,
-                    etag: format!("\"{hash}\""),
-                    hashed: false,
-                },
-            );
+            let mime = HeaderValue::from_str(file.metadata.mimetype())
+                .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+            let asset = Arc::new(Asset {
+                body: Encoded::precompressed(
+                    bytes_of(file.data),
+                    embedded(&format!("{name}.br")),
+                    embedded(&format!("{name}.gz")),
+                    hash,
+                ),
+                mime,
+            });
+            files.insert(hashed, (Arc::clone(&asset), true));
+            files.insert(name.clone(), (asset, false));
         }
-        if let Some(boot) = Dist::get("boot.js") {
-            let text = rewrite(&String::from_utf8_lossy(&boot.data), &renames);
-            let hash = sha256_hex(text.as_bytes());
-            let hashed = hashed_name("boot.js", &hash);
-            renames.push(("boot.js".to_string(), hashed.clone()));
-            let mime = mime_of("boot.js");
-            files.insert(
-                hashed,
-                Asset {
-                    data: Bytes::from(text.clone().into_bytes()),
-                    mime: mime.clone(),
-                    etag: format!("\"{hash}\""),
-                    hashed: true,
-                },
-            );
-            files.insert(
-                "boot.js".to_string(),
-                Asset {
-                    data: Bytes::from(text.into_bytes()),
-                    mime,
-                    etag: format!("\"{hash}\""),
-                    hashed: false,
-                },
-            );
-        }
-        let index = Dist::get("index.html")
-            .map(|f| rewrite(&String::from_utf8_lossy(&f.data), &renames).into_bytes());
+        let index = Dist::get(INDEX).map(|f| rewrite(&String::from_utf8_lossy(&f.data), &renames));
         Bundle { files, index }
     })
 }
@@ -151,20 +123,24 @@ pub fn bundle_present() -> bool {
     bundle().index.is_some()
 }
 
-/// `GET /` (after the guard): the page, never cached.
-pub async fn index() -> Response {
-    match &bundle().index {
-        Some(html) => (
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/html; charset=utf-8"),
-                ),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            ],
-            html.clone(),
-        )
-            .into_response(),
+/// `index.html` with its references rewritten to the hashed names; `None` without a bundle.
+pub fn index_html() -> Option<&'static str> {
+    bundle().index.as_deref()
+}
+
+/// `GET /` (after the guard): the page with the stack list embedded, never cached.
+pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Response {
+    let views = state.views.current(&state);
+    match views.page() {
+        Some(page) => {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            page.respond(&request, headers)
+        }
         None => (
             StatusCode::SERVICE_UNAVAILABLE,
             [(
@@ -179,28 +155,16 @@ pub async fn index() -> Response {
 
 /// `GET /assets/<name>`: hashed names are immutable, plain names revalidate.
 pub async fn asset(Path(path): Path<String>, request: HeaderMap) -> Response {
-    let Some(file) = bundle().files.get(&path) else {
+    let Some((file, hashed)) = bundle().files.get(&path) else {
         return not_found();
     };
     let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&file.etag) {
-        headers.insert(header::ETAG, value);
-    }
     headers.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static(if file.hashed { IMMUTABLE } else { "no-cache" }),
+        HeaderValue::from_static(if *hashed { IMMUTABLE } else { "no-cache" }),
     );
-    let not_modified = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == file.etag));
-    if not_modified {
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
-    }
-    if let Ok(value) = HeaderValue::from_str(&file.mime) {
-        headers.insert(header::CONTENT_TYPE, value);
-    }
-    (headers, file.data.clone()).into_response()
+    headers.insert(header::CONTENT_TYPE, file.mime.clone());
+    file.body.respond(&request, headers)
 }
 
 pub fn not_found() -> Response {

@@ -1,7 +1,9 @@
 //! The editor's HTTP surface: the page, its assets and the JSON API under `/api`.
 //!
 //! One router per resource (`stacks`, `profiles`, `capabilities`, `config`) plus `meta` (meta,
-//! resources, activation) and `events` (SSE). Every request passes [`security::guard`] first
+//! resources, activation) and `events` (SSE); `assets` serves the page and the bundle,
+//! `encoding` answers stored bodies by `Accept-Encoding`, `viewcache` keeps the stack list and the
+//! page serialized per snapshot. Every request passes [`security::guard`] first
 //! (Host, token, Origin); JSON bodies go through [`extract::JsonBody`] (size limit, exact 400 and
 //! 413 answers); every error is an [`error::ApiError`]. Handlers stay thin: parse, call
 //! forge-core (the write service, the compiler), map the result. `docs/api.md` documents the wire.
@@ -9,6 +11,7 @@
 pub mod assets;
 mod capabilities;
 mod config;
+mod encoding;
 pub mod error;
 mod events;
 pub mod extract;
@@ -20,6 +23,7 @@ pub mod profiles;
 pub mod security;
 mod stack_import;
 mod stacks;
+mod viewcache;
 mod views;
 mod write;
 
@@ -31,7 +35,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{middleware, Router};
 use forge_core::runtime::{Clock, RuntimeSnapshot};
-use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::live::LiveHub;
@@ -61,6 +64,8 @@ pub struct ServerState {
     pub previews: Arc<preview_gate::PreviewGate>,
     /// Turns true when the server shuts down; event streams end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The stack list and the page, serialized once per snapshot and active Preset.
+    pub views: viewcache::ViewCache,
 }
 
 impl ServerState {
@@ -90,6 +95,7 @@ impl ServerState {
             payloads: Arc::new(PayloadHub::new()),
             previews: Arc::new(preview_gate::PreviewGate::new()),
             shutdown,
+            views: viewcache::ViewCache::default(),
         }
     }
 
@@ -136,9 +142,6 @@ pub type AppState = Arc<ServerState>;
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
-    let assets = Router::new()
-        .route("/assets/{*path}", get(assets::asset))
-        .layer(CompressionLayer::new());
     Router::new()
         .route("/", get(assets::index))
         .route("/index.html", get(assets::index))
@@ -150,7 +153,7 @@ pub fn router(state: AppState) -> Router {
         .merge(profiles::routes())
         .merge(capabilities::routes())
         .merge(config::routes())
-        .merge(assets)
+        .route("/assets/{*path}", get(assets::asset))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{etag, ok_json, resource_object, JsonBody};
-use super::views::{stack_detail, stack_summary, with_etag};
+use super::views::{stack_detail, with_etag};
 use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
@@ -64,25 +64,15 @@ fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a Stac
     }
 }
 
-fn summaries(state: &AppState, snapshot: &WorkspaceSnapshot) -> Vec<Value> {
-    let active = state.active_id();
-    snapshot
-        .stacks
-        .iter()
-        .map(|e| stack_summary(e, snapshot, active.as_deref()))
-        .collect()
-}
-
-/// `GET /api/stacks` → `{stacks, activeId, trusted, cwd}`.
-async fn list(State(state): State<AppState>) -> Response {
-    let snapshot = state.ws.snapshot();
-    ok_json(&json!({
-        "stacks": summaries(&state, &snapshot),
-        "activeId": state.active_id(),
-        "trusted": snapshot.trusted,
-        "cwd": state.project.display().to_string(),
-        "problems": state.ws.problems(),
-    }))
+/// `GET /api/stacks` → `{stacks, activeId, trusted, cwd, problems}`, serialized once per snapshot and
+/// active Preset ([`super::viewcache`]), with an `ETag` and brotli or gzip when accepted.
+async fn list(State(state): State<AppState>, request: HeaderMap) -> Response {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    state.views.current(&state).list.respond(&request, headers)
 }
 
 /// `GET /api/stacks/:sel` → the stack as on disk with revision, diagnostics, scope and path.

@@ -1,0 +1,161 @@
+//! The stack list and the page, serialized once per workspace snapshot.
+//!
+//! `GET /api/stacks` and `GET /` (which embeds the same list, so the app renders it without a
+//! request) depend only on the snapshot and the live session's active Preset. [`ViewCache`]
+//! keeps the bytes built for the newest pair (and their compressed variants, made on first
+//! demand) and hands them out until either changes; a request then costs a pointer comparison.
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use arc_swap::ArcSwapOption;
+use axum::body::Bytes;
+use forge_core::diag::Diagnostic;
+use forge_core::json;
+use forge_core::workspace::WorkspaceSnapshot;
+use serde_json::{json, Value};
+
+use super::encoding::Encoded;
+use super::views::stack_summary;
+use super::ServerState;
+
+/// The views of one snapshot with one active Preset.
+pub struct Views {
+    snapshot: Weak<WorkspaceSnapshot>,
+    active: Option<String>,
+    /// The workspace problems the list reports (a few entries; they can change without a new
+    /// snapshot, e.g. when a folder cannot be watched).
+    problems: Vec<Diagnostic>,
+    /// The workspace generation read before the snapshot: never newer than it.
+    generation: u64,
+    /// `GET /api/stacks`.
+    pub list: Encoded,
+    /// `GET /`: the page with the list embedded; `None` without a web bundle.
+    page: OnceLock<Option<Encoded>>,
+}
+
+impl Views {
+    /// The page: `index.html` with the initial data as a JSON script element before `</body>`.
+    pub fn page(&self) -> Option<&Encoded> {
+        self.page
+            .get_or_init(|| {
+                let html = super::assets::index_html()?;
+                Some(Encoded::on_demand(Bytes::from(embed_initial(
+                    html,
+                    self.generation,
+                    self.list.identity(),
+                ))))
+            })
+            .as_ref()
+    }
+
+    fn is_for(
+        &self,
+        snapshot: &Arc<WorkspaceSnapshot>,
+        active: &Option<String>,
+        problems: &[Diagnostic],
+    ) -> bool {
+        // A `Weak` keeps the allocation, so a new snapshot can never reuse a dead one's address.
+        std::ptr::eq(self.snapshot.as_ptr(), Arc::as_ptr(snapshot))
+            && self.active == *active
+            && self.problems == problems
+    }
+}
+
+/// The one owner of the cached views.
+#[derive(Default)]
+pub struct ViewCache {
+    current: ArcSwapOption<Views>,
+}
+
+impl ViewCache {
+    /// The views of the current snapshot and active Preset, built when either changed.
+    pub fn current(&self, state: &ServerState) -> Arc<Views> {
+        let generation = state.ws.generation();
+        let snapshot = state.ws.snapshot();
+        let active = state.active_id();
+        let problems = state.ws.problems();
+        if let Some(views) = self.current.load_full() {
+            if views.is_for(&snapshot, &active, &problems) {
+                return views;
+            }
+        }
+        let list = list_json(state, &snapshot, active.as_deref(), &problems);
+        let views = Arc::new(Views {
+            snapshot: Arc::downgrade(&snapshot),
+            active,
+            problems,
+            generation,
+            list: Encoded::on_demand(Bytes::from(list)),
+            page: OnceLock::new(),
+        });
+        self.current.store(Some(Arc::clone(&views)));
+        views
+    }
+}
+
+/// The body of `GET /api/stacks`: `{stacks, activeId, trusted, cwd, problems}`.
+fn list_json(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    active: Option<&str>,
+    problems: &[Diagnostic],
+) -> String {
+    let stacks: Vec<Value> = snapshot
+        .stacks
+        .iter()
+        .map(|e| stack_summary(e, snapshot, active))
+        .collect();
+    json::to_compact(&json!({
+        "stacks": stacks,
+        "activeId": active,
+        "trusted": snapshot.trusted,
+        "cwd": state.project.display().to_string(),
+        "problems": problems,
+    }))
+}
+
+/// The id of the script element that carries the initial data.
+pub const INITIAL_ID: &str = "forge-initial";
+
+/// `html` with `<script type="application/json" id="forge-initial">{"generation":…,"list":…}
+/// </script>` inserted before `</body>` (appended when there is none). Every `<` of the JSON is
+/// written as `\u003c`, so no text in it can end the element.
+pub fn embed_initial(html: &str, generation: u64, list: &[u8]) -> String {
+    let list = String::from_utf8_lossy(list).replace('<', "\\u003c");
+    let element = format!(
+        "<script type=\"application/json\" id=\"{INITIAL_ID}\">{{\"generation\":{generation},\"list\":{list}}}</script>\n"
+    );
+    match html.rfind("</body>") {
+        Some(at) => format!("{}{element}{}", &html[..at], &html[at..]),
+        None => format!("{html}{element}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_initial_data_goes_before_the_body_end_and_cannot_close_its_element() {
+        let list = br#"{"stacks":[{"name":"</script><script>alert(1)</script> <!--"}]}"#;
+        let page = embed_initial("<html><body><p>x</p></body></html>", 7, list);
+        assert_eq!(
+            page,
+            "<html><body><p>x</p><script type=\"application/json\" id=\"forge-initial\">\
+             {\"generation\":7,\"list\":{\"stacks\":[{\"name\":\"\\u003c/script>\\u003cscript>alert(1)\\u003c/script> \\u003c!--\"}]}}\
+             </script>\n</body></html>"
+        );
+        let start = page.find("\">").unwrap() + 2;
+        let end = page.rfind("</script>").unwrap();
+        let data: Value = serde_json::from_str(&page[start..end]).unwrap();
+        assert_eq!(data["generation"], 7);
+        assert_eq!(
+            data["list"]["stacks"][0]["name"],
+            "</script><script>alert(1)</script> <!--"
+        );
+        assert_eq!(
+            embed_initial("<p>no body end</p>", 0, b"{}"),
+            "<p>no body end</p><script type=\"application/json\" id=\"forge-initial\">{\"generation\":0,\"list\":{}}</script>\n"
+        );
+    }
+}
