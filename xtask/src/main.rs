@@ -29,8 +29,9 @@ COMMANDS:
                      and compress it once (brotli 11 and gzip -9 variants, served as they are)
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
-    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmark
-                     (NAVBENCH_BASELINE=<pi-forge> adds an older build); print the JSON
+    bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmarks
+                     (first visit and reload; the Payloads surface on a 5 MB capture;
+                     NAVBENCH_BASELINE=<pi-forge> adds an older build); print the JSON
     help             Print this text
 ";
 
@@ -927,34 +928,35 @@ fn web_bench(ctx: &Ctx) -> Result<String> {
     step(
         "timing first visits (fresh Chromium profile each) and warm reloads to 50 rendered rows (release pi-forge)",
     );
+    let nav = bench_example(ctx, &binary, "navbench", "the navigation benchmark")?;
+    step("timing the Payloads surface on a 5 MB capture of 2,000 messages (release pi-forge)");
+    let payloads = bench_example(ctx, &binary, "payloadbench", "the payload benchmark")?;
+    Ok(format!(
+        "{{\"bundleBytes\": {{{}}}, \"navigation\": {nav}, \"payloads\": {payloads}}}",
+        sizes.join(", ")
+    ))
+}
+
+/// Runs one browser benchmark (an example of forge-e2e) against `binary`; returns its JSON line.
+fn bench_example(ctx: &Ctx, binary: &Path, example: &str, what: &str) -> Result<String> {
     let out = ctx
         .cargo()
-        .env("PI_FORGE_BIN", &binary)
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "forge-e2e",
-            "--example",
-            "navbench",
-        ])
+        .env("PI_FORGE_BIN", binary)
+        .args(["run", "--release", "-p", "forge-e2e", "--example", example])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| Failure {
             message: format!("cannot start {}: {e}", ctx.cargo),
             hint: None,
         })?;
-    let nav = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || !nav.starts_with('{') {
+    let json = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !json.starts_with('{') {
         return fail_with_hint(
-            format!("the navigation benchmark failed ({})", out.status),
+            format!("{what} failed ({})", out.status),
             "see the output above; it needs chromium (`cargo xtask setup`)",
         );
     }
-    Ok(format!(
-        "{{\"bundleBytes\": {{{}}}, \"navigation\": {nav}}}",
-        sizes.join(", ")
-    ))
+    Ok(json)
 }
 
 // ---------------------------------------------------------------------------------------------
