@@ -17,6 +17,7 @@ pub mod id;
 pub mod import;
 pub mod js;
 pub mod json;
+pub mod merge;
 pub mod message;
 pub mod payload;
 pub mod profile;
