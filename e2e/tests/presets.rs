@@ -1096,6 +1096,60 @@ async fn tab_errors_persist_and_block_saving_and_unknown_fields_survive() {
 // 8. Live updates
 // ---------------------------------------------------------------------------------------------
 
+/// Two writers change different places: the conflict view offers a three-way merge, and both
+/// changes reach the file; where both changed the same place, the merge names it and keeps mine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_save_merges_both_writers_changes() {
+    let live = sample_stack("live", "Live", "Live text.");
+    let (server, browser) = start(std::slice::from_ref(&live), "live").await;
+    browser.tab("Stack").await;
+    browser.fill("input[name=stack-name]", "Mine").await;
+    browser.wait_count(".badge.dirty", 1).await;
+    // Another writer changes the block's text.
+    let mut theirs = live.clone();
+    theirs["items"][0]["content"] = json!("Their text.");
+    server.write_external(&stack_path("live"), &pretty(&theirs));
+    browser.wait_css(".disk-changed").await;
+    browser.click(".disk-changed button.keep-mine").await;
+    browser.click("button.save").await;
+    browser.wait_css(".conflict .merge.clean").await;
+    assert_eq!(
+        browser.text(".merge-clean").await.as_deref(),
+        Some("Your changes and the changes on disk touch different places: they merge without a conflict.")
+    );
+    browser.click(".conflict button.merge-both").await;
+    browser
+        .wait_status("Merged with the version on disk. Review, then save.")
+        .await;
+    browser.wait_count(".conflict", 0).await;
+    browser.click("button.save").await;
+    browser.wait_status("Saved live").await;
+    let mut both = live.clone();
+    both["name"] = json!("Mine");
+    both["items"][0]["content"] = json!("Their text.");
+    wait_file(&server, &stack_path("live"), &both).await;
+
+    // Now both change the name: the merge names the place and keeps mine.
+    browser.fill("input[name=stack-name]", "Mine again").await;
+    let mut theirs = both.clone();
+    theirs["name"] = json!("Theirs");
+    server.write_external(&stack_path("live"), &pretty(&theirs));
+    browser.wait_css(".disk-changed").await;
+    browser.click(".disk-changed button.keep-mine").await;
+    browser.click("button.save").await;
+    browser.wait_css(".conflict .merge-conflicts").await;
+    assert_eq!(
+        texts(&browser, ".merge-conflicts li").await,
+        ["/name — on disk: \"Theirs\" · yours: \"Mine again\""]
+    );
+    browser.click(".conflict button.merge-both").await;
+    browser.click("button.save").await;
+    browser.wait_status("Saved live").await;
+    let mut mine = both.clone();
+    mine["name"] = json!("Mine again");
+    wait_file(&server, &stack_path("live"), &mine).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
     let live = sample_stack("live", "Live", "Live text.");

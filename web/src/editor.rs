@@ -4,7 +4,7 @@
 use forge_core::diag::Level;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::api::{self, arr, s, seg};
 use crate::items::ItemsTab;
@@ -296,24 +296,74 @@ fn DiskBanner() -> impl IntoView {
     }
 }
 
-/// A save refused with 409: disk and draft side by side; the user chooses.
+/// A save refused with 409: disk and draft side by side, and the three-way merge of the two
+/// over the revision the draft started from (forge-core `merge3`); the user chooses.
 #[component]
 fn ConflictView() -> impl IntoView {
     let app = app();
     let ed = app.editor;
     move || {
         ed.conflict.get().map(|c| {
-            let mine = ed.draft.with_untracked(jp::pretty);
+            let mine_value = ed.draft.get_untracked();
+            let mine = jp::pretty(&mine_value);
             let disk = if c.current.is_null() { "(the file on disk is not valid JSON)".to_string() } else { jp::pretty(&c.current) };
             let lines = forge_core::diff::text::diff_lines(&disk, &mine);
             let rev = c.revision.clone();
+            // The merge needs the version the draft started from and a readable disk version.
+            let base = ed.loaded.with_untracked(|l| l.as_ref().map(|l| l.saved.clone())).filter(|b| !b.is_null());
+            let merged = base
+                .filter(|_| !c.current.is_null())
+                .map(|base| forge_core::merge::merge3(&base, &c.current, &mine_value));
+            let merge_part = merged.map(|m| {
+                let clean = m.is_clean();
+                let conflicts: Vec<(String, String, String)> = m
+                    .conflicts
+                    .iter()
+                    .map(|k| {
+                        let show = |v: &Option<Value>| v.as_ref().map_or_else(|| "(removed)".to_string(), forge_core::json::to_compact);
+                        (k.path.clone(), show(&k.theirs), show(&k.mine))
+                    })
+                    .collect();
+                let value = m.value.clone();
+                let current = c.current.clone();
+                let rev = c.revision.clone();
+                let apply = move |_| {
+                    ed.draft.set(value.clone());
+                    ed.loaded.update(|l| {
+                        if let Some(l) = l {
+                            l.revision = rev.clone();
+                            l.saved = current.clone();
+                        }
+                    });
+                    ed.conflict.set(None);
+                    app.say("Merged with the version on disk. Review, then save.", Tone::Ok);
+                };
+                view! {
+                    <div class="merge" class:clean=clean>
+                        {if clean {
+                            view! { <p class="merge-clean">"Your changes and the changes on disk touch different places: they merge without a conflict."</p> }.into_any()
+                        } else {
+                            view! {
+                                <p class="merge-conflicted">"Both versions changed these places; merging keeps yours there:"</p>
+                                <ul class="merge-conflicts">
+                                    {conflicts.into_iter().map(|(path, theirs, mine)| view! {
+                                        <li><code>{path}</code>" — on disk: "<code>{theirs}</code>" · yours: "<code>{mine}</code></li>
+                                    }).collect_view()}
+                                </ul>
+                            }.into_any()
+                        }}
+                        <button class="primary merge-both" on:click=apply>{if clean { "Merge both" } else { "Merge, keeping mine where both changed" }}</button>
+                    </div>
+                }
+            });
             view! {
                 <section class="conflict" role="alert" aria-label="Save conflict">
                     <h3>"The file changed on disk since you opened it"</h3>
                     <p>"Nothing was saved. Compare the version on disk (−) with yours (+), then choose."</p>
+                    {merge_part}
                     <div class="conflict-diff">{diff_view(&lines, false, true)}</div>
                     <div class="row">
-                        <button class="primary overwrite" on:click=move |_| state::save_stack(app, Some(rev.clone()))>"Save mine over it"</button>
+                        <button class="overwrite" on:click=move |_| state::save_stack(app, Some(rev.clone()))>"Save mine over it"</button>
                         <button class="take-disk" on:click=move |_| {
                             if let Some(l) = ed.loaded.get_untracked() {
                                 state::load_stack(app, l.selector, true);
