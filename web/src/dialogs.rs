@@ -179,40 +179,6 @@ pub fn id_problem(app: App, id: &str, scope: &str) -> Option<String> {
     exists.then(|| format!("A {scope} Preset with the id {id} already exists."))
 }
 
-const TEMPLATES: [(&str, &str, &str); 3] = [
-    ("pi-mirror", "Pi mirror layout", "Pi's own prompt layout as editable items: identity, tools, guidelines, project context, skills, date and chat history."),
-    ("minimal-worker", "Minimal worker", "A short role block, read-only tools and the chat history. A start for subagents."),
-    ("empty", "Empty", "No items at all."),
-];
-
-fn template(kind: &str, id: &str, name: &str) -> Value {
-    let mut stack = json!({ "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": id });
-    if !name.trim().is_empty() {
-        stack["name"] = json!(name.trim());
-    }
-    let items = match kind {
-        "pi-mirror" => json!([
-            { "kind": "block", "id": "identity", "role": "system", "content": "You are a coding agent working in the user's project. Read before you change, keep edits small, and say what you did." },
-            { "kind": "slot", "id": "tools", "slot": "tools" },
-            { "kind": "slot", "id": "guidelines", "slot": "tool-guidelines" },
-            { "kind": "slot", "id": "project", "slot": "project-context" },
-            { "kind": "slot", "id": "skills", "slot": "skills" },
-            { "kind": "slot", "id": "when", "slot": "date-cwd" },
-            { "kind": "slot", "id": "history", "slot": "chat-history" }
-        ]),
-        "minimal-worker" => {
-            stack["tools"] = json!({ "allow": ["read", "grep", "find", "ls"] });
-            json!([
-                { "kind": "block", "id": "role", "role": "system", "content": "You do one focused task and report the result briefly. You do not modify files." },
-                { "kind": "slot", "id": "history", "slot": "chat-history" }
-            ])
-        }
-        _ => json!([]),
-    };
-    stack["items"] = items;
-    stack
-}
-
 /// An id input with its live check ("Available." or the problem).
 fn id_field(
     name: &'static str,
@@ -303,7 +269,7 @@ fn NewStackDialog() -> impl IntoView {
         let scope_v = scope.get_untracked();
         let asked = wants_activation(app, activate);
         let body = json!({
-            "stack": template(&kind.get_untracked(), &id_v, &name.get_untracked()),
+            "stack": forge_core::stack::templates::template(&kind.get_untracked(), &id_v, &name.get_untracked()),
             "scope": scope_v,
             "activate": asked,
         });
@@ -344,7 +310,7 @@ fn NewStackDialog() -> impl IntoView {
             {scope_select(scope)}
             <fieldset class="templates">
                 <legend>"Start from"</legend>
-                {TEMPLATES.iter().map(|(key, label, help)| view! {
+                {forge_core::stack::templates::TEMPLATES.iter().map(|(key, label, help)| view! {
                     <label class="template">
                         <input type="radio" name="template" value=*key prop:checked=move || kind.get() == *key
                             on:change=move |_| kind.set(key.to_string())/>

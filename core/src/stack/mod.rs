@@ -30,6 +30,7 @@ mod parse;
 mod policy;
 mod regex_rules;
 pub mod slot_schema;
+pub mod templates;
 
 pub use model::{
     ItemBody, ItemKind, PromptStack, Role, SchemaVersion, StackItem, StackMode, BUILTIN_SLOTS,
