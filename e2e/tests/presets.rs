@@ -1649,6 +1649,58 @@ async fn a_slow_stack_load_never_replaces_a_later_choice() {
     browser.close().await;
 }
 
+/// Ctrl+S while typing in a block's template keeps the focus, the caret and the scroll in the
+/// textarea: the keys typed right after the save land in the text (issue 17, point 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_s_in_a_template_keeps_focus_caret_and_scroll() {
+    let long: String = (1..=60).map(|n| format!("Line {n}.\n")).collect();
+    let (server, browser) = start(&[sample_stack("alpha", "Alpha", &long)], "alpha").await;
+    let area = "textarea[name=item-content]";
+    // Caret after "Line 30." and the textarea scrolled to it.
+    let at = long.find("Line 31.").unwrap() - 1;
+    browser
+        .js(
+            "const t = document.querySelector(arguments[0]); t.focus(); t.setSelectionRange(arguments[1], arguments[1]); return true;",
+            vec![json!(area), json!(at)],
+        )
+        .await;
+    let typed = |text: &'static str| async {
+        let el = browser
+            .client
+            .active_element()
+            .await
+            .expect("a focused element");
+        el.send_keys(text).await.expect("typing");
+    };
+    typed(" A").await;
+    browser.wait_count(".badge.dirty", 1).await;
+    let scroll = browser
+        .js("return document.activeElement.scrollTop;", vec![])
+        .await;
+    assert!(scroll.as_f64().unwrap() > 0.0, "the textarea is scrolled");
+    let focused = browser.client.active_element().await.unwrap();
+    focused.send_keys(&(Key::Control + "s")).await.unwrap();
+    browser.wait_status("Saved alpha").await;
+    browser.wait_count(".badge.dirty", 0).await;
+    let state = browser
+        .js(
+            "const t = document.activeElement; return [t.name, t.selectionStart, t.scrollTop];",
+            vec![],
+        )
+        .await;
+    assert_eq!(state, json!(["item-content", at + 2, scroll]));
+    typed(" B").await;
+    let want = long.replacen("Line 30.", "Line 30. A B", 1);
+    assert_eq!(browser.value(area).await, want);
+    browser.click("button.save").await;
+    wait_file(
+        &server,
+        &stack_path("alpha"),
+        &sample_stack("alpha", "Alpha", &want),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
     let (server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;

@@ -560,17 +560,29 @@ fn fill(app: App, view: &Value, keep_item: bool) {
     }
     let stack = loaded.saved.clone();
     let count = arr(&stack, "items").len();
-    ed.draft.set(stack);
-    ed.buffers.set(BTreeMap::new());
-    ed.disk_change.set(None);
-    ed.conflict.set(None);
+    // Only what changed is set: after a save the draft already equals the file, and setting it
+    // again would rebuild the open item's editor and take the focus and caret from the user.
+    if ed.draft.with_untracked(|d| *d != stack) {
+        ed.draft.set(stack);
+    }
+    if ed.buffers.with_untracked(|b| !b.is_empty()) {
+        ed.buffers.set(BTreeMap::new());
+    }
+    if ed.disk_change.with_untracked(Option::is_some) {
+        ed.disk_change.set(None);
+    }
+    if ed.conflict.with_untracked(Option::is_some) {
+        ed.conflict.set(None);
+    }
     let item = if keep_item {
         ed.item.get_untracked().filter(|i| *i < count)
     } else {
         None
     }
     .or(if count > 0 { Some(0) } else { None });
-    ed.item.set(item);
+    if ed.item.get_untracked() != item {
+        ed.item.set(item);
+    }
     ed.loaded.set(Some(loaded));
 }
 
