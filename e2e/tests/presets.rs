@@ -751,11 +751,11 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
             "id": "replacement",
             "items": [
                 { "kind": "block", "id": "identity", "role": "system", "content": "You are a coding agent working in the user's project. Read before you change, keep edits small, and say what you did." },
-                { "kind": "slot", "id": "tools", "slot": "tools" },
-                { "kind": "slot", "id": "guidelines", "slot": "tool-guidelines" },
-                { "kind": "slot", "id": "project", "slot": "project-context" },
-                { "kind": "slot", "id": "skills", "slot": "skills" },
-                { "kind": "slot", "id": "when", "slot": "date-cwd" },
+                { "kind": "slot", "id": "tools", "role": "system", "slot": "tools" },
+                { "kind": "slot", "id": "guidelines", "role": "system", "slot": "tool-guidelines" },
+                { "kind": "slot", "id": "project", "role": "system", "slot": "project-context" },
+                { "kind": "slot", "id": "skills", "role": "system", "slot": "skills" },
+                { "kind": "slot", "id": "when", "role": "system", "slot": "date-cwd" },
                 { "kind": "slot", "id": "history", "slot": "chat-history" }
             ]
         })
