@@ -1701,6 +1701,54 @@ async fn ctrl_s_in_a_template_keeps_focus_caret_and_scroll() {
     .await;
 }
 
+/// Each choice of a select is listed once, and a value the list does not know (a newer Pi's
+/// role) is listed once too (issue 17, point 10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selects_list_each_value_once() {
+    let mut stack = sample_stack("alpha", "Alpha", "One.");
+    stack["items"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"kind": "block", "id": "dev", "role": "developer", "content": "Two."}));
+    stack["regex"] = json!({"rules": [{"id": "r", "stage": "compiled", "effect": "finalize", "targets": ["messages"], "pattern": "x", "replace": "y"}]});
+    let (_server, browser) = start(&[stack], "alpha").await;
+    let values = |css: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .js("return [...document.querySelectorAll(arguments[0] + ' option')].map(o => o.value);", vec![json!(css)])
+                .await
+        }
+    };
+    browser.wait_css("select[name=item-role]").await;
+    assert_eq!(
+        values("select[name=item-role]").await,
+        json!(["", "system", "user", "assistant"])
+    );
+    browser.click(".item-row[data-index='2']").await;
+    browser
+        .wait_js(
+            "the dev item's editor",
+            "return document.querySelector('input[name=item-id]').value;",
+            json!("dev"),
+        )
+        .await;
+    assert_eq!(
+        values("select[name=item-role]").await,
+        json!(["", "system", "user", "assistant", "developer"])
+    );
+    browser.tab("Regex").await;
+    browser.wait_css("select[name=rule-stage]").await;
+    assert_eq!(
+        values("select[name=rule-stage]").await,
+        json!(["", "history", "compiled"])
+    );
+    assert_eq!(
+        values("select[name=rule-effect]").await,
+        json!(["", "outgoing", "finalize"])
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
     let (server, browser) = start(&[sample_stack("alpha", "Alpha", "One.")], "alpha").await;

@@ -85,14 +85,15 @@ pub fn select_field(
 ) -> impl IntoView {
     let read = path.clone();
     let read2 = path.clone();
+    let known: Vec<&'static str> = choices.iter().map(|(value, _)| *value).collect();
     let options = choices
         .into_iter()
         .map(|(value, text)| view! { <option value=value>{text}</option> })
         .collect_view();
-    // A value the choices do not list (a newer Pi's) stays selectable.
+    // A value the choices do not list (a newer Pi's) stays selectable, listed once.
     let extra = move || {
         let current = ed.draft.with(|d| jp::get_str(d, &read2));
-        (!current.is_empty())
+        (!current.is_empty() && !known.contains(&current.as_str()))
             .then(|| view! { <option value=current.clone()>{current.clone()}</option> })
     };
     view! {
