@@ -220,12 +220,12 @@ impl PayloadStore {
         redact_in_place(&mut payload);
         let entry = self
             .history
-            .capture_request(captured_at, stack_id, info, payload)
-            .clone();
-        let armed = self.armed.take();
+            .capture_request(captured_at, stack_id, info, payload);
         let summary = entry.summary.clone();
+        let armed = self.armed.take();
+        // Only a pinned capture is copied (its blocks hold the whole request's text).
         if armed.is_some() {
-            self.latest = Some(entry);
+            self.latest = Some(entry.clone());
         }
         Captured { summary, armed }
     }

@@ -142,7 +142,6 @@ fn info(seq: u64) -> CaptureInfo {
         provider: Some("fake".into()),
         model: Some("fake-1".into()),
         api: Some("openai-completions".into()),
-        bytes: 0,
     }
 }
 

@@ -431,18 +431,10 @@ async fn the_browser_activates_in_the_live_session_and_sees_pi_die() {
     let ws = lean_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
-    let (authority, token) = ws.editor().expect("the extension started the editor");
     let (_, live) = ws.api("GET", "/api/live", "");
     let session = live["sessionId"].as_str().unwrap().to_string();
 
-    let browser = support::Browser::start().await;
-    browser
-        .client
-        .goto(&format!("http://{authority}/?token={token}"))
-        .await
-        .expect("page loads");
-    browser.wait_css(".app .topbar").await;
-    browser.wait_css("#live-indicator[data-live='true']").await;
+    let browser = ws.browser().await;
     browser
         .wait_eq(
             "#live-indicator .live-text",
@@ -526,14 +518,7 @@ async fn the_browser_applies_a_profile_and_reports_the_clamp() {
     let ws = deep_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
-    let (authority, token) = ws.editor().expect("the extension started the editor");
-    let browser = support::Browser::start().await;
-    browser
-        .client
-        .goto(&format!("http://{authority}/?token={token}"))
-        .await
-        .expect("page loads");
-    browser.wait_css("#live-indicator[data-live='true']").await;
+    let browser = ws.browser().await;
     browser.click_text(".surface-tab", "Profiles").await;
     browser
         .click(".profile-row[data-selector='project:deep']")

@@ -226,7 +226,7 @@ fn captures_are_what_the_model_received_with_usage_cache_and_run_diff() {
         raw_capture(&ws, "turn-3"),
         file,
     ];
-    let log = std::env::temp_dir().join(format!("pi-forge-ui-{}.log", unsafe_uid()));
+    let log = std::env::temp_dir().join(format!("pi-forge-ui-{}.log", process_uid()));
     seen.extend(std::fs::read_to_string(log).ok());
     for text in &seen {
         assert!(!text.contains(FAKE_API_KEY), "the API key leaked: {text}");
@@ -299,7 +299,7 @@ fn pointer_of(value: &Value, needle: &str, at: &str) -> Option<String> {
 }
 
 /// The uid the extension names its log after (`process.getuid()`).
-fn unsafe_uid() -> String {
+fn process_uid() -> String {
     let out = std::process::Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -389,15 +389,8 @@ async fn the_browser_arms_inspects_searches_downloads_and_diffs() {
         pi.command("/forge preset probe"),
         "pi-forge: Preset project:probe active"
     );
-    let (authority, token) = ws.editor().expect("the extension started the editor");
 
-    let browser = support::Browser::start().await;
-    browser
-        .client
-        .goto(&format!("http://{authority}/?token={token}"))
-        .await
-        .expect("page loads");
-    browser.wait_css("#live-indicator[data-live='true']").await;
+    let browser = ws.browser().await;
     browser.click_text(".surface-tab", "Payloads").await;
     browser
         .wait_eq(

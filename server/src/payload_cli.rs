@@ -122,13 +122,10 @@ fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T> {
 }
 
 fn hit(summary: &TurnSummary) -> String {
-    match summary.usage.as_ref() {
-        None => "usage pending".to_string(),
-        Some(u) => match u.cache_hit_ratio {
-            Some(r) => format!("{:.1}%", r * 100.0),
-            None => "not reported".to_string(),
-        },
-    }
+    summary
+        .usage
+        .as_ref()
+        .map_or_else(|| "usage pending".to_string(), |u| u.hit_text())
 }
 
 fn print_list(list: &PayloadList) {

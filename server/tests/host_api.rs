@@ -36,16 +36,7 @@ impl Host {
     }
 
     fn post(&self, path: &str, body: &str) -> (StatusCode, Value) {
-        let response = self
-            .client
-            .post(self.server.url(path))
-            .header("x-pi-forge-token", &self.server.token)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .unwrap();
-        let status = response.status();
-        (status, response.json().unwrap_or(Value::Null))
+        self.send(reqwest::Method::POST, path, body)
     }
 
     fn live(&self) -> Value {

@@ -279,10 +279,8 @@ fn time_of(iso: &str) -> String {
 pub fn cache_text(usage: Option<&Usage>) -> String {
     match usage {
         None => "usage pending".into(),
-        Some(u) => match u.cache_hit_ratio {
-            Some(r) => format!("cache hit {:.1}%", r * 100.0),
-            None => "cache not reported".into(),
-        },
+        Some(u) if u.cache_hit_ratio.is_some() => format!("cache hit {}", u.hit_text()),
+        Some(u) => format!("cache {}", u.hit_text()),
     }
 }
 

@@ -68,29 +68,32 @@ pub struct Usage {
     pub cost: Option<f64>,
 }
 
-/// Where a captured request came from: the host's request counter, Pi's turn, the model.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// Where a captured request came from (the input of [`TurnHistory::capture_request`]; the
+/// list row carries the same facts as [`TurnSummary`] fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CaptureInfo {
     /// The host's counter of provider requests in this session (pairs usage with its request).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_seq: Option<u64>,
     /// Pi's turn index within the prompt that sent the request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pi_turn: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<String>,
-    /// Length in bytes of the compact JSON of the stored (redacted) payload (0: not a capture).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub bytes: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+impl Usage {
+    /// The cache hit as people read it: `75.0%`, or `not reported` while the model has never
+    /// reported cache use (a ratio would be meaningless then, and is never shown as 0 %).
+    pub fn hit_text(&self) -> String {
+        match self.cache_hit_ratio {
+            Some(r) => format!("{:.1}%", r * 100.0),
+            None => "not reported".to_string(),
+        }
+    }
 }
 
 /// One row of the turn list.
@@ -112,7 +115,8 @@ pub struct TurnSummary {
     pub changed_blocks: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    // Where the request came from (see [`CaptureInfo`]); absent for turns that are not captures.
+    // Where the request came from ([`CaptureInfo`]) and its stored size; absent for turns that
+    // are not captures.
     // Spelled out rather than `#[serde(flatten)]`, which would cost the browser bundle a
     // buffering deserializer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,6 +129,7 @@ pub struct TurnSummary {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<String>,
+    /// Length in bytes of the compact JSON of the stored (redacted) payload.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bytes: usize,
 }
@@ -184,10 +189,10 @@ impl TurnHistory {
         &mut self,
         captured_at: &str,
         stack_id: Option<&str>,
-        mut info: CaptureInfo,
+        info: CaptureInfo,
         payload: Value,
     ) -> &Entry {
-        info.bytes = crate::json::to_compact(&payload).len();
+        let bytes = crate::json::to_compact(&payload).len();
         let blocks = extract_blocks(&payload);
         self.push(captured_at, stack_id, blocks);
         let entry = self.entries.back_mut().expect("just pushed");
@@ -197,7 +202,7 @@ impl TurnHistory {
         summary.provider = info.provider;
         summary.model = info.model;
         summary.api = info.api;
-        summary.bytes = info.bytes;
+        summary.bytes = bytes;
         entry.payload = Some(Arc::new(payload));
         entry
     }

@@ -291,6 +291,20 @@ impl Workspace {
         None
     }
 
+    /// A headless browser on the editor the extension started (token address), once the app
+    /// shows a connected live session.
+    pub async fn browser(&self) -> crate::support::Browser {
+        let (authority, token) = self.editor().expect("the extension started the editor");
+        let browser = crate::support::Browser::start().await;
+        browser
+            .client
+            .goto(&format!("http://{authority}/?token={token}"))
+            .await
+            .expect("page loads");
+        browser.wait_css("#live-indicator[data-live='true']").await;
+        browser
+    }
+
     /// An API call to the editor (`x-pi-forge-token`): `(status, JSON body)`.
     pub fn api(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
         let (authority, token) = self.editor().expect("the editor is running");

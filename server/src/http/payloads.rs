@@ -270,7 +270,6 @@ async fn host_payload(
         provider: message.provider,
         model: message.model,
         api: message.api,
-        bytes: 0,
     };
     let payloads = std::sync::Arc::clone(&state.payloads);
     let session_id = message.session_id;
