@@ -1038,6 +1038,73 @@ fn capabilities_crud_and_effective_bindings() {
 }
 
 #[test]
+fn capabilities_fork_export_and_bound_by() {
+    let f = Fixture::new();
+    let list = f.get_json("/api/capabilities");
+    assert_eq!(list["capabilities"][0]["boundBy"], json!([]));
+
+    // A Preset that binds it (bare ref: the Preset's own scope) shows up in `boundBy`.
+    let mut alpha: Value = serde_json::from_str(ALPHA).unwrap();
+    alpha["capabilities"] = json!([{"ref": "no-writes"}, {"ref": "project:no-writes", "id": "again"}]);
+    std::fs::write(
+        f.dirs.project().join(STACK_DIR).join("alpha.json"),
+        serde_json::to_vec_pretty(&alpha).unwrap(),
+    )
+    .unwrap();
+    let (status, _, _) = f.send(Method::POST, "/api/reload", &json!({}));
+    assert_eq!(status, StatusCode::OK);
+    let one = f.get_json("/api/capabilities/project:no-writes");
+    assert_eq!(one["boundBy"], json!(["project:alpha"]));
+
+    // Export: the bytes on disk, as a download named after the id.
+    let response = f.get("/api/capabilities/project:no-writes/export");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-disposition"],
+        "attachment; filename=\"no-writes.json\""
+    );
+    assert_eq!(response.text().unwrap(), CAPABILITY);
+    assert_eq!(
+        f.get("/api/capabilities/project:ghost/export").status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Fork to the other scope under a new id; the copy is unbound.
+    let (code, _, body) = f.send(
+        Method::POST,
+        "/api/capabilities/project:no-writes/fork",
+        &json!({"id": "no-writes-everywhere", "scope": "global"}),
+    );
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    assert_eq!(body["selector"], "global:no-writes-everywhere");
+    assert_eq!(body["capability"]["content"], "Do not modify files.");
+    assert_eq!(body["boundBy"], json!([]));
+    let (code, _, body) = f.send(
+        Method::POST,
+        "/api/capabilities/project:no-writes/fork",
+        &json!({"id": "no-writes-everywhere", "scope": "global"}),
+    );
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    let (code, _, body) = f.send(
+        Method::POST,
+        "/api/capabilities/project:no-writes/fork",
+        &json!({"scope": "global"}),
+    );
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "id must be a string: the id of the copy.");
+    assert_eq!(
+        f.send(
+            Method::POST,
+            "/api/capabilities/no-writes/fork",
+            &json!({"id": "x"})
+        )
+        .0,
+        StatusCode::BAD_REQUEST,
+        "fork needs a qualified selector, as every capability route"
+    );
+}
+
+#[test]
 fn config_reads_and_writes_with_revisions() {
     let f = Fixture::new();
     let config = f.get_json("/api/config");

@@ -10,6 +10,8 @@
 //! - profile → stack and binding → capability references are scope-relative: a bare reference
 //!   means the owner's own scope, never a cross-scope fallback.
 
+use std::collections::BTreeMap;
+
 use super::{CapabilityEntry, Loaded, ProfileEntry, StackEntry, WorkspaceSnapshot};
 use crate::capability;
 use crate::diag::Diagnostic;
@@ -291,6 +293,32 @@ impl WorkspaceSnapshot {
                 .or_else(|| in_scope(ResourceKey::new(Scope::Global, id.clone())))
                 .unwrap_or_else(|| Err(CapabilityResolveError::NotFound(id.clone()))),
         }
+    }
+
+    /// Which Presets bind each capability: capability key → the binding Presets' keys, in
+    /// stack order, each once. Bindings that do not parse or resolve are left out.
+    pub fn capability_users(&self) -> BTreeMap<ResourceKey, Vec<ResourceKey>> {
+        let mut users: BTreeMap<ResourceKey, Vec<ResourceKey>> = BTreeMap::new();
+        for stack in &self.stacks {
+            let Some(value) = stack
+                .parsed
+                .raw
+                .as_ref()
+                .and_then(|r| r.get("capabilities"))
+            else {
+                continue;
+            };
+            let (bindings, _) = capability::parse_bindings(value, stack.key.scope);
+            for binding in &bindings {
+                if let Ok(target) = self.binding_target(stack.key.scope, &binding.reference) {
+                    let list = users.entry(target.key.clone()).or_default();
+                    if !list.contains(&stack.key) {
+                        list.push(stack.key.clone());
+                    }
+                }
+            }
+        }
+        users
     }
 
     /// B4 target resolution: a binding's capability, relative to the Preset's scope.

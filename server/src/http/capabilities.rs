@@ -7,7 +7,9 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use forge_core::capability;
-use forge_core::id::Selector;
+use std::collections::BTreeMap;
+
+use forge_core::id::{ResourceKey, Selector};
 use forge_core::workspace::service::{self, Kind};
 use forge_core::workspace::{CapabilityEntry, Resolved, WorkspaceSnapshot};
 use serde_json::{json, Value};
@@ -17,7 +19,8 @@ use super::extract::{ok_json, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{capability_view, with_etag};
 use super::write::{
-    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+    delete_resource, export_file, fork_resource, mutate, ok_view_response, save_resource,
+    written_entry, Outcome,
 };
 use super::AppState;
 
@@ -30,6 +33,8 @@ pub fn routes() -> Router<AppState> {
             "/api/capabilities/{sel}",
             get(read).put(save).delete(remove),
         )
+        .route("/api/capabilities/{sel}/fork", post(fork))
+        .route("/api/capabilities/{sel}/export", get(export))
 }
 
 /// B10: reads need a qualified selector (`project:<id>` or `global:<id>`).
@@ -70,13 +75,21 @@ fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a Capa
     }
 }
 
+fn users_of<'a>(
+    users: &'a BTreeMap<ResourceKey, Vec<ResourceKey>>,
+    entry: &CapabilityEntry,
+) -> &'a [ResourceKey] {
+    users.get(&entry.key).map_or(&[], Vec::as_slice)
+}
+
 /// `GET /api/capabilities` → `{ok, trusted, capabilities}`.
 async fn list(State(state): State<AppState>) -> Response {
     let snapshot = state.ws.snapshot();
+    let users = snapshot.capability_users();
     let capabilities: Vec<Value> = snapshot
         .capabilities
         .iter()
-        .map(|e| capability_view(e, &snapshot))
+        .map(|e| capability_view(e, &snapshot, users_of(&users, e)))
         .collect();
     ok_json(&json!({
         "ok": true,
@@ -89,8 +102,9 @@ async fn list(State(state): State<AppState>) -> Response {
 async fn read(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
     let snapshot = state.ws.snapshot();
     let entry = resolve(&snapshot, &sel)?;
+    let users = snapshot.capability_users();
     Ok(with_etag(
-        &capability_view(entry, &snapshot),
+        &capability_view(entry, &snapshot, users_of(&users, entry)),
         &entry.revision,
     ))
 }
@@ -101,9 +115,10 @@ fn written_response(
     snapshot: &WorkspaceSnapshot,
 ) -> ApiResult<Response> {
     let (entry, revision) = written_entry(outcome, &snapshot.capabilities, "capability")?;
+    let users = snapshot.capability_users();
     Ok(ok_view_response(
         status,
-        capability_view(entry, snapshot),
+        capability_view(entry, snapshot, users_of(&users, entry)),
         &revision,
     ))
 }
@@ -153,6 +168,27 @@ async fn remove(
         "ok": true,
         "deleted": outcome.deleted.map(|k| k.to_string()),
     })))
+}
+
+/// `POST /api/capabilities/:sel/fork` `{id, scope?}` → 201: a copy under a new id, usually in
+/// the other scope.
+async fn fork(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let (outcome, snapshot, _) =
+        fork_resource(&state, Kind::Capability, qualified(&sel)?, body).await?;
+    written_response(StatusCode::CREATED, &outcome, &snapshot)
+}
+
+/// `GET /api/capabilities/:sel/export` → the file's bytes, exactly as on disk, as a download.
+async fn export(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
+    let snapshot = state.ws.snapshot();
+    let entry = resolve(&snapshot, &sel)?;
+    let missing = format!("Unknown capability: {sel}");
+    let limit = capability::MAX_CAPABILITY_SOURCE_SIZE as u64;
+    export_file(&state, entry.file.clone(), &entry.key.id, limit, missing).await
 }
 
 /// `POST /api/capabilities/validate` `{capability, scope?}` → `{diagnostics, errors, warnings,

@@ -28,7 +28,7 @@ use super::host::{command_ok, command_switching_stack};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
 use super::write::{
-    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+    delete_resource, fork_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
 };
 use super::{AppState, ServerState};
 use crate::live::stack_entry;
@@ -283,18 +283,8 @@ async fn fork(
     Path(sel): Path<String>,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
-    let selector = selector(&sel)?;
-    let Some(new_id) = body.get("id").and_then(Value::as_str).map(str::to_string) else {
-        return Err(
-            ApiError::bad_request("id must be a string: the id of the copy.").with_field("id"),
-        );
-    };
-    let scope = service::parse_scope(body.get("scope"))?;
-    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
-        service::fork(store, snapshot, Kind::Profile, &selector, &new_id, scope).map(Outcome::from)
-    })
-    .await?;
+    let (outcome, snapshot, _) =
+        fork_resource(&state, Kind::Profile, selector(&sel)?, body).await?;
     written_response(&state, StatusCode::CREATED, &outcome, &snapshot)
 }
 

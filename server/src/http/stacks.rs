@@ -3,25 +3,23 @@
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use forge_core::canonical::revision;
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::id::{parse_selector, Selector};
 use forge_core::json;
 use forge_core::stack::{self, ParseOptions};
 use forge_core::workspace::service::{self, Kind};
-use forge_core::workspace::{
-    Resolved, StackEntry, Store as _, StoreError, WorkspaceSnapshot, MAX_STACK_BYTES,
-};
+use forge_core::workspace::{Resolved, StackEntry, WorkspaceSnapshot, MAX_STACK_BYTES};
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{etag, ok_json, resource_object, JsonBody};
+use super::extract::{ok_json, resource_object, JsonBody};
 use super::views::{stack_detail, with_etag};
 use super::write::{
-    delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+    delete_resource, export_file, fork_resource, mutate, ok_view_response, save_resource,
+    written_entry, Outcome,
 };
 use super::{host, AppState, ServerState};
 
@@ -179,20 +177,9 @@ async fn fork(
     Path(sel): Path<String>,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
-    let selector = selector(&sel)?;
-    let Some(new_id) = body.get("id").and_then(Value::as_str).map(str::to_string) else {
-        return Err(
-            ApiError::bad_request("id must be a string: the id of the copy.").with_field("id"),
-        );
-    };
-    let scope = service::parse_scope(body.get("scope"))?;
-    let activate = flag(&body, "activate")?;
-    let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
-        service::fork(store, snapshot, Kind::Stack, &selector, &new_id, scope).map(Outcome::from)
-    })
-    .await?;
-    if activate {
+    let (outcome, snapshot, body) =
+        fork_resource(&state, Kind::Stack, selector(&sel)?, body).await?;
+    if flag(&body, "activate")? {
         if let Some(written) = &outcome.written {
             activate_after_write(&state, written.key.to_string()).await;
         }
@@ -204,32 +191,15 @@ async fn fork(
 async fn export(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
     let snapshot = state.ws.snapshot();
     let entry = resolve(&snapshot, &sel)?;
-    let (file, id) = (entry.file.clone(), entry.key.id.clone());
-    let store = std::sync::Arc::clone(&state.ws.store);
-    let bytes = tokio::task::spawn_blocking(move || store.read(&file, MAX_STACK_BYTES))
-        .await?
-        .map_err(|e| match e {
-            StoreError::Missing(_) => ApiError::not_found(format!("Unknown prompt stack: {sel}")),
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", other.to_string()),
-        })?;
-    let disposition = format!("attachment; filename=\"{id}.json\"");
-    let tag = etag(&revision(&bytes));
-    let mut response = (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        bytes,
+    let missing = format!("Unknown prompt stack: {sel}");
+    export_file(
+        &state,
+        entry.file.clone(),
+        &entry.key.id,
+        MAX_STACK_BYTES,
+        missing,
     )
-        .into_response();
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&disposition) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
-    if let Some(value) = tag {
-        headers.insert(header::ETAG, value);
-    }
-    Ok(response)
+    .await
 }
 
 fn diagnostics_response(diagnostics: &[forge_core::diag::Diagnostic]) -> Response {

@@ -9,7 +9,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use forge_core::diag::counts;
-use forge_core::id::Scope;
+use forge_core::id::{ResourceKey, Scope};
 use forge_core::workspace::{CapabilityEntry, Loaded, ProfileEntry, StackEntry, WorkspaceSnapshot};
 use serde_json::{json, Map, Value};
 
@@ -107,8 +107,18 @@ pub fn profile_view(entry: &ProfileEntry, snapshot: &WorkspaceSnapshot) -> Map<S
 }
 
 /// `GET /api/capabilities/:sel` and each row of the list.
-pub fn capability_view(entry: &CapabilityEntry, snapshot: &WorkspaceSnapshot) -> Value {
+/// One capability as the API shows it. `bound_by` names the Presets that bind it
+/// (`WorkspaceSnapshot::capability_users`; computed once per list).
+pub fn capability_view(
+    entry: &CapabilityEntry,
+    snapshot: &WorkspaceSnapshot,
+    bound_by: &[ResourceKey],
+) -> Value {
     let mut map = common(entry);
+    map.insert(
+        "boundBy".into(),
+        json!(bound_by.iter().map(ToString::to_string).collect::<Vec<_>>()),
+    );
     map.insert(
         "shadowed".into(),
         json!(shadowed(entry, &snapshot.capabilities)),

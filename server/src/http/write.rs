@@ -12,7 +12,7 @@ use forge_core::workspace::{FileRef, FsStore, WorkspaceSnapshot};
 
 use axum::http::HeaderMap;
 
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
 use super::extract::{base_revision, resource_object, JsonBody};
 use super::ServerState;
 
@@ -112,6 +112,74 @@ pub async fn delete_resource(
     })
     .await?;
     Ok(outcome)
+}
+
+/// The fork every resource shares: `POST /api/<kind>/:sel/fork` with `{id, scope?}`. Returns the
+/// body too, for flags a kind reads beside the copy (a stack's `activate`).
+pub async fn fork_resource(
+    state: &ServerState,
+    kind: Kind,
+    selector: Selector,
+    body: JsonBody,
+) -> ApiResult<(
+    Outcome,
+    Arc<WorkspaceSnapshot>,
+    serde_json::Map<String, serde_json::Value>,
+)> {
+    let body = body.object()?;
+    let Some(new_id) = body
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+    else {
+        return Err(
+            ApiError::bad_request("id must be a string: the id of the copy.").with_field("id"),
+        );
+    };
+    let scope = service::parse_scope(body.get("scope"))?;
+    let (outcome, snapshot) = mutate(state, move |store, snapshot| {
+        service::fork(store, snapshot, kind, &selector, &new_id, scope).map(Outcome::from)
+    })
+    .await?;
+    Ok((outcome, snapshot, body))
+}
+
+/// `GET /api/<kind>/:sel/export`: the file's bytes exactly as on disk, as a `<id>.json`
+/// download with the revision as `ETag`. `missing` is the 404 message.
+pub async fn export_file(
+    state: &ServerState,
+    file: FileRef,
+    id: &str,
+    limit: u64,
+    missing: String,
+) -> ApiResult<axum::response::Response> {
+    use axum::http::{header, HeaderValue, StatusCode};
+    use axum::response::IntoResponse;
+    use forge_core::workspace::{Store as _, StoreError};
+    let store = Arc::clone(&state.ws.store);
+    let bytes = tokio::task::spawn_blocking(move || store.read(&file, limit))
+        .await?
+        .map_err(|e| match e {
+            StoreError::Missing(_) => ApiError::not_found(missing),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", other.to_string()),
+        })?;
+    let tag = super::extract::etag(&forge_core::canonical::revision(&bytes));
+    let mut response = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{id}.json\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    if let Some(value) = tag {
+        headers.insert(header::ETAG, value);
+    }
+    Ok(response)
 }
 
 /// The entry a successful write produced in the reloaded snapshot, with the written revision.
