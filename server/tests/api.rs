@@ -1045,7 +1045,8 @@ fn capabilities_fork_export_and_bound_by() {
 
     // A Preset that binds it (bare ref: the Preset's own scope) shows up in `boundBy`.
     let mut alpha: Value = serde_json::from_str(ALPHA).unwrap();
-    alpha["capabilities"] = json!([{"ref": "no-writes"}, {"ref": "project:no-writes", "id": "again"}]);
+    alpha["capabilities"] =
+        json!([{"ref": "no-writes"}, {"ref": "project:no-writes", "id": "again"}]);
     std::fs::write(
         f.dirs.project().join(STACK_DIR).join("alpha.json"),
         serde_json::to_vec_pretty(&alpha).unwrap(),

@@ -1,7 +1,7 @@
 //! In-app dialogs: confirm, new Preset (template, scope, live id check), fork, import
 //! (native or SillyTavern, with the migration report before anything is written).
 
-use forge_core::id::{is_valid_id, ID_RULE};
+pub use forge_core::id::ID_RULE;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
@@ -167,16 +167,10 @@ pub fn Dialogs() -> impl IntoView {
 
 /// Why `id` cannot be created in `scope`, if it cannot.
 pub fn id_problem(app: App, id: &str, scope: &str) -> Option<String> {
-    if id.is_empty() {
-        return Some("Enter an id.".into());
-    }
-    if !is_valid_id(id) {
-        return Some(format!("Not a valid id: {ID_RULE}"));
-    }
-    let exists = app
+    let taken = app
         .stacks
         .with(|rows| rows.iter().any(|r| r.id == id && r.scope == scope));
-    exists.then(|| format!("A {scope} Preset with the id {id} already exists."))
+    crate::library::new_id_problem(id, scope, "Preset", taken)
 }
 
 /// An id input with its live check ("Available." or the problem).
@@ -688,20 +682,4 @@ fn character_ids(text: &str) -> Vec<String> {
         }
     }
     ids
-}
-
-/// Why a new profile cannot use `id` in `scope`, if it cannot.
-pub fn id_problem_profiles(collection: RwSignal<Value>, id: &str, scope: &str) -> Option<String> {
-    if id.is_empty() {
-        return Some("Enter an id.".into());
-    }
-    if !is_valid_id(id) {
-        return Some(format!("Not a valid id: {ID_RULE}"));
-    }
-    let exists = collection.with(|c| {
-        arr(c, "profiles")
-            .iter()
-            .any(|e| s(e, "id") == id && s(e, "scope") == scope)
-    });
-    exists.then(|| format!("A {scope} profile with the id {id} already exists."))
 }

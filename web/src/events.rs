@@ -30,6 +30,7 @@ pub fn connect(app: App) {
         if connected.replace(true) {
             refresh_stacks(app);
             app.profile_events.update(|n| *n += 1);
+            app.capability_events.update(|n| *n += 1);
         } else if let Some(embedded) = boot_generation(app) {
             // The list came with the page: refetch it if the workspace changed since.
             let generation = ev
@@ -45,6 +46,7 @@ pub fn connect(app: App) {
     let on_resync = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
         refresh_stacks(app);
         app.profile_events.update(|n| *n += 1);
+        app.capability_events.update(|n| *n += 1);
     });
     let on_changed = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
         let Some(text) = ev.data().as_string() else {
@@ -71,13 +73,20 @@ pub fn connect(app: App) {
                         .set(Some((key, revision, s(change, "origin"))));
                     app.profile_events.update(|n| *n += 1);
                 }
+                "capability" => {
+                    app.capability_change
+                        .set(Some((key, revision, s(change, "origin"))));
+                    app.capability_events.update(|n| *n += 1);
+                }
                 _ => {}
             }
         }
         if stacks {
             refresh_stacks(app);
-            // Profiles show stack references and preflight results.
+            // Profiles show stack references and preflight results; capabilities show which
+            // Presets bind them.
             app.profile_events.update(|n| *n += 1);
+            app.capability_events.update(|n| *n += 1);
         }
     });
     let on_live = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {

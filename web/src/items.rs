@@ -280,7 +280,16 @@ fn ItemEditor(i: usize) -> impl IntoView {
             {move || if kind() == "slot" {
                 view! { <SlotEditor i/> }.into_any()
             } else {
-                text_area(ed, format!("/items/{i}/content"), "item-content", "Content (forge-v1 template)", 14).into_any()
+                view! {
+                    {text_area(ed, format!("/items/{i}/content"), "item-content", "Content (forge-v1 template)", 14)}
+                    <button class="link new-capability-from-block" title="Opens a new capability with this block's text, as literal text"
+                        on:click=move |_| {
+                            let app = app();
+                            let text = ed.draft.with_untracked(|d| jp::get_str(d, &format!("/items/{i}/content")));
+                            app.capability_seed.set(Some(text));
+                            app.surface.set(crate::state::Surface::Capabilities);
+                        }>"New capability from this text"</button>
+                }.into_any()
             }}
         </div>
     }

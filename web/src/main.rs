@@ -7,12 +7,14 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod capabilities;
 mod dialogs;
 mod editor;
 mod events;
 mod items;
 mod jp;
 mod jsregex;
+mod library;
 mod payloads;
 mod policy;
 mod preview;
@@ -21,6 +23,7 @@ mod regex;
 mod shell;
 mod stack_tab;
 mod state;
+mod toolpicker;
 mod widgets;
 
 fn main() {

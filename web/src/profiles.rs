@@ -10,34 +10,21 @@ use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
 use crate::api::{self, arr, b, n, opt_s, s, seg, Method};
-use crate::dialogs::id_problem_profiles;
 use crate::jp;
-use crate::state::{self, app, App, Dialog, Tone, NO_LIVE_SESSION};
+use crate::library::{confirm_delete, label, new_id_problem, Form, FormBanners};
+use crate::state::{self, app, App, Tone, NO_LIVE_SESSION};
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-
-/// The profile being edited: `None` selector = a new profile.
-#[derive(Clone, PartialEq)]
-struct Editing {
-    selector: Option<String>,
-    revision: Option<String>,
-    saved: Value,
-    /// Why the file could not be read: the profile is shown read-only with this reason.
-    unreadable: Option<String>,
-}
 
 #[derive(Clone, Copy)]
 struct Profiles {
     collection: RwSignal<Value>,
     loaded: RwSignal<bool>,
     selected: RwSignal<Option<String>>,
-    editing: RwSignal<Option<Editing>>,
-    draft: RwSignal<Value>,
+    form: Form,
     scope: RwSignal<String>,
     search: RwSignal<String>,
     validation: RwSignal<Option<(String, Vec<Value>, bool)>>,
-    conflict: RwSignal<Option<String>>,
-    disk_changed: RwSignal<bool>,
     /// The last apply's answer, by profile selector: `Ok(answer)` or `Err(message)`.
     applied: RwSignal<Option<(String, Result<Value, String>)>>,
     applying: RwSignal<bool>,
@@ -59,7 +46,7 @@ fn refresh(app: App, p: Profiles) {
                 p.loaded.set(true);
                 let sel = p.selected.get_untracked();
                 let exists = sel.as_ref().is_some_and(|sel| entry(p, sel).is_some());
-                if !exists && p.editing.with_untracked(Option::is_none) {
+                if !exists && p.form.editing.with_untracked(Option::is_none) {
                     let first = p
                         .collection
                         .with_untracked(|c| arr(c, "profiles").first().map(|e| s(e, "selector")));
@@ -88,16 +75,6 @@ fn entry(p: Profiles, selector: &str) -> Option<Value> {
     })
 }
 
-/// How the status line names a profile: the bare id in the project, `global:id` otherwise
-/// (web-editor spec §3.3: "Created/Saved <label>", keeping `global:`).
-fn label(scope: &str, id: &str) -> String {
-    if scope == "global" {
-        format!("global:{id}")
-    } else {
-        id.to_string()
-    }
-}
-
 /// The Preset choices for a profile of `scope`, as `(stored value, selector, scope)`: a
 /// same-scope stack by its bare id, a global one from a project profile as `global:x`. A global
 /// profile may only use global stacks.
@@ -118,21 +95,13 @@ fn stack_choices(collection: &Value, scope: &str) -> Vec<(String, String, String
 
 /// The scope of the profile being edited (the selector's, or the create scope).
 fn editing_scope(p: Profiles) -> String {
-    match p
-        .editing
-        .with(|e| e.as_ref().and_then(|e| e.selector.clone()))
-    {
+    match p.form.selector() {
         Some(sel) => sel
             .split_once(':')
             .map_or("project", |(scope, _)| scope)
             .to_string(),
         None => p.scope.get(),
     }
-}
-
-fn dirty(p: Profiles) -> bool {
-    p.editing
-        .with(|e| e.as_ref().is_some_and(|e| p.draft.with(|d| *d != e.saved)))
 }
 
 #[component]
@@ -142,13 +111,10 @@ pub fn ProfilesSurface() -> impl IntoView {
         collection: RwSignal::new(Value::Null),
         loaded: RwSignal::new(false),
         selected: RwSignal::new(None),
-        editing: RwSignal::new(None),
-        draft: RwSignal::new(Value::Null),
+        form: Form::new(),
         scope: RwSignal::new("project".into()),
         search: RwSignal::new(String::new()),
         validation: RwSignal::new(None),
-        conflict: RwSignal::new(None),
-        disk_changed: RwSignal::new(false),
         applied: RwSignal::new(None),
         applying: RwSignal::new(false),
     };
@@ -159,32 +125,14 @@ pub fn ProfilesSurface() -> impl IntoView {
         refresh(app, p);
     });
     // An external change to the profile being edited: reload a clean form, keep a dirty one.
-    // Only the event is tracked: tracking the form too would rerun this on every keystroke
-    // (re-raising a dismissed banner) and on every reload it starts (an endless refetch loop).
-    Effect::new(move |_| {
-        let Some((key, _rev, origin)) = app.profile_change.get() else {
-            return;
-        };
-        if origin == "self" {
-            return;
-        }
-        untrack(move || {
-            let editing = p.editing.get();
-            if let Some(e) = editing.filter(|e| e.selector.as_deref() == Some(key.as_str())) {
-                if dirty(p) {
-                    p.disk_changed.set(true);
-                } else {
-                    start_edit(p, e.selector.unwrap_or_default());
-                }
-            }
-        });
-    });
-    Effect::new(move |_| app.profile_dirty.set(dirty(p)));
-    app.profile_save
+    p.form
+        .follow(app.profile_change, move |sel| start_edit(p, sel));
+    Effect::new(move |_| app.form_dirty.set(p.form.dirty()));
+    app.form_save
         .set(Some(Callback::new(move |_| save(app, p, None))));
     on_cleanup(move || {
-        app.profile_dirty.set(false);
-        app.profile_save.set(None);
+        app.form_dirty.set(false);
+        app.form_save.set(None);
     });
 
     view! {
@@ -193,7 +141,7 @@ pub fn ProfilesSurface() -> impl IntoView {
             <main class="workspace">
                 <ProfileStatus/>
                 {move || {
-                    if p.editing.with(Option::is_some) {
+                    if p.form.editing.with(Option::is_some) {
                         return view! { <ProfileEditor/> }.into_any();
                     }
                     match p.selected.get().and_then(|sel| p.collection.with(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == sel).cloned())) {
@@ -221,31 +169,14 @@ fn new_profile(p: Profiles) {
         "model": { "provider": "", "id": "" }, "thinkingLevel": "medium", "promptStack": null
     });
     p.validation.set(None);
-    p.conflict.set(None);
-    p.disk_changed.set(false);
-    p.draft.set(draft.clone());
-    p.editing.set(Some(Editing {
-        selector: None,
-        revision: None,
-        saved: draft,
-        unreadable: None,
-    }));
+    p.form.open_new(draft);
 }
 
 fn start_edit(p: Profiles, selector: String) {
     spawn_local(async move {
         if let Ok(v) = api::get(&format!("/api/profiles/{}", seg(&selector))).await {
-            let profile = v.get("profile").cloned().unwrap_or(Value::Null);
             p.validation.set(None);
-            p.conflict.set(None);
-            p.disk_changed.set(false);
-            p.draft.set(profile.clone());
-            p.editing.set(Some(Editing {
-                selector: Some(selector),
-                revision: opt_s(&v, "revision"),
-                saved: profile,
-                unreadable: opt_s(&v, "unreadable"),
-            }));
+            p.form.open_view(selector, &v, "profile");
         }
     });
 }
@@ -270,7 +201,7 @@ fn ProfileSidebar() -> impl IntoView {
     };
     let select = move |sel: String| {
         app.guard("Opening another profile", move || {
-            p.editing.set(None);
+            p.form.editing.set(None);
             p.selected.set(Some(sel.clone()));
         });
     };
@@ -594,43 +525,18 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
     let apply_id = label(&s(&entry, "scope"), &s(&entry, "id"));
     let outcome = apply_outcome(p, selector.clone());
     let delete = move |_| {
-        let sel = sel_del.clone();
-        let rev = revision.clone();
-        let id = id.clone();
-        app.dialog.set(Some(Dialog::Confirm {
-            title: format!("Delete {sel}?"),
-            body: format!("This deletes {path} from disk. It cannot be undone."),
-            confirm: "Delete".into(),
-            danger: true,
-            on_confirm: std::sync::Arc::new(move || {
-                let sel = sel.clone();
-                let rev = rev.clone();
-                let id = id.clone();
-                spawn_local(async move {
-                    match api::call(
-                        Method::Delete,
-                        &format!("/api/profiles/{}", seg(&sel)),
-                        None,
-                        Some(&rev),
-                    )
-                    .await
-                    {
-                        Ok(_) => {
-                            app.say(format!("Deleted {id}"), Tone::Ok);
-                            p.selected.set(None);
-                            refresh(app, p);
-                        }
-                        Err(e) if e.is_stale() => app.say(
-                            format!(
-                                "Not deleted: {id} changed on disk. Look at the new version first."
-                            ),
-                            Tone::Error,
-                        ),
-                        Err(e) => app.fail(&e),
-                    }
-                });
-            }),
-        }));
+        confirm_delete(
+            app,
+            "profiles",
+            sel_del.clone(),
+            revision.clone(),
+            id.clone(),
+            path.clone(),
+            move || {
+                p.selected.set(None);
+                refresh(app, p);
+            },
+        );
     };
     let diag_list = diagnostics
         .into_iter()
@@ -698,13 +604,13 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
 }
 
 fn save(app: App, p: Profiles, force: Option<String>) {
-    let Some(editing) = p.editing.get_untracked() else {
+    let Some(editing) = p.form.editing.get_untracked() else {
         return;
     };
-    if force.is_none() && !dirty(p) && editing.selector.is_some() {
+    if force.is_none() && !p.form.dirty() && editing.selector.is_some() {
         return;
     }
-    let draft = p.draft.get_untracked();
+    let draft = p.form.draft.get_untracked();
     let id = label(&untrack(|| editing_scope(p)), &jp::get_str(&draft, "/id"));
     spawn_local(async move {
         let result = match &editing.selector {
@@ -733,13 +639,13 @@ fn save(app: App, p: Profiles, force: Option<String>) {
                     format!("{} {id}", if created { "Created" } else { "Saved" }),
                     Tone::Ok,
                 );
-                p.editing.set(None);
-                p.conflict.set(None);
+                p.form.editing.set(None);
+                p.form.conflict.set(None);
                 p.selected.set(Some(s(&view, "selector")));
                 refresh(app, p);
             }
             Err(e) if e.is_stale() => {
-                p.conflict.set(Some(s(&e.body, "currentRevision")));
+                p.form.conflict.set(Some(s(&e.body, "currentRevision")));
                 app.say(format!("Not saved: {id} changed on disk."), Tone::Error);
             }
             Err(e) => app.fail(&e),
@@ -751,12 +657,12 @@ fn save(app: App, p: Profiles, force: Option<String>) {
 fn ProfileEditor() -> impl IntoView {
     let app = app();
     let p = expect_context::<Profiles>();
-    let editing = move || p.editing.get();
+    let editing = move || p.form.editing.get();
     let is_new = move || editing().is_some_and(|e| e.selector.is_none());
     let unreadable = move || editing().and_then(|e| e.unreadable);
-    let get = move |path: &'static str| p.draft.with(|d| jp::get_str(d, path));
+    let get = move |path: &'static str| p.form.draft.with(|d| jp::get_str(d, path));
     let set = move |path: &'static str, v: Option<Value>| {
-        p.draft.update(|d| jp::set(d, path, v));
+        p.form.draft.update(|d| jp::set(d, path, v));
         p.validation.set(None);
     };
     let text_input = move |path: &'static str,
@@ -772,12 +678,9 @@ fn ProfileEditor() -> impl IntoView {
         }
     };
     let validate = move |_| {
-        let draft = p.draft.get_untracked();
+        let draft = p.form.draft.get_untracked();
         let mut body = json!({ "profile": draft, "scope": p.scope.get_untracked() });
-        if let Some(sel) = p
-            .editing
-            .with_untracked(|e| e.as_ref().and_then(|e| e.selector.clone()))
-        {
+        if let Some(sel) = untrack(|| p.form.selector()) {
             body["existingId"] = json!(sel);
         }
         spawn_local(async move {
@@ -806,27 +709,19 @@ fn ProfileEditor() -> impl IntoView {
             }
         });
     };
-    let cancel = move |_| {
-        let close = move || {
-            p.editing.set(None);
-            p.conflict.set(None);
-        };
-        if dirty(p) {
-            app.dialog.set(Some(Dialog::Confirm {
-                title: "Discard changes to this profile?".into(),
-                body: "Your unsaved changes will be lost.".into(),
-                confirm: "Discard changes".into(),
-                danger: true,
-                on_confirm: std::sync::Arc::new(close),
-            }));
-        } else {
-            close();
-        }
-    };
+    let cancel = move |_| p.form.cancel(app, "profile");
     let id_problem = move || {
         let id = get("/id");
         is_new()
-            .then(|| id_problem_profiles(p.collection, &id, &p.scope.get()))
+            .then(|| {
+                let scope = p.scope.get();
+                let taken = p.collection.with(|c| {
+                    arr(c, "profiles")
+                        .iter()
+                        .any(|e| s(e, "id") == id && s(e, "scope") == scope)
+                });
+                new_id_problem(&id, &scope, "profile", taken)
+            })
             .flatten()
     };
     // The choices as the file stores them: a same-scope stack by its bare id, a global one from
@@ -852,34 +747,18 @@ fn ProfileEditor() -> impl IntoView {
             <div class="editor-head">
                 <div class="title-line">
                     <h2>{move || if is_new() { "New profile".to_string() } else { format!("Edit {}", editing().and_then(|e| e.selector).unwrap_or_default()) }}</h2>
-                    <Show when=move || dirty(p)><span class="badge dirty">"unsaved"</span></Show>
+                    <Show when=move || p.form.dirty()><span class="badge dirty">"unsaved"</span></Show>
                 </div>
                 <div class="actions">
-                    <button class="primary save-profile" disabled=move || !(dirty(p) || is_new()) || id_problem().is_some() || unreadable().is_some()
+                    <button class="primary save-profile" disabled=move || !(p.form.dirty() || is_new()) || id_problem().is_some() || unreadable().is_some()
                         on:click=move |_| save(app, p, None)>{move || if is_new() { "Create" } else { "Save" }}</button>
                     <button class="validate-profile" on:click=validate>"Validate"</button>
                     <button class="cancel" on:click=cancel>"Cancel"</button>
                 </div>
             </div>
-            {move || unreadable().map(|reason| view! {
-                <div class="banner error read-only" role="alert">
-                    {format!("Read-only: {reason}. pi-forge cannot save or delete this file.")}
-                </div>
-            })}
-            {move || p.disk_changed.get().then(|| view! {
-                <div class="banner warn disk-changed" role="alert">
-                    <span>"This profile changed on disk. Your unsaved changes are still here."</span>
-                    <button class="reload-disk" on:click=move |_| if let Some(sel) = p.editing.get_untracked().and_then(|e| e.selector) { start_edit(p, sel) }>"Reload from disk"</button>
-                    <button class="keep-mine" on:click=move |_| p.disk_changed.set(false)>"Keep mine"</button>
-                </div>
-            })}
-            {move || p.conflict.get().map(|rev| view! {
-                <div class="banner error conflict" role="alert">
-                    <span>"Not saved: the file changed on disk since you opened it."</span>
-                    <button class="overwrite" on:click=move |_| save(app, p, Some(rev.clone()))>"Save mine over it"</button>
-                    <button class="reload-disk" on:click=move |_| if let Some(sel) = p.editing.get_untracked().and_then(|e| e.selector) { start_edit(p, sel) }>"Use the disk version"</button>
-                </div>
-            })}
+            <FormBanners form=p.form noun="profile"
+                reload=move |sel: String| start_edit(p, sel)
+                overwrite=move |rev: String| save(app, p, Some(rev))/>
             <div class="grid">
                 <label class="field">
                     <span class="label">"Profile ID"</span>
@@ -903,12 +782,12 @@ fn ProfileEditor() -> impl IntoView {
                 <label class="field">
                     <span class="label">"Preset"</span>
                     <select name="profile-stack"
-                        prop:value=move || p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string())
+                        prop:value=move || p.form.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string())
                         on:change=move |e| { let v = event_target_value(&e); set("/promptStack", Some(if v.is_empty() { Value::Null } else { Value::String(v) })); }>
                         <option value="">"(none: no Preset)"</option>
                         {move || stacks().into_iter().map(|(value, sel, _scope)| view! { <option value=value>{sel}</option> }).collect_view()}
                         {move || {
-                            let cur = p.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string());
+                            let cur = p.form.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string());
                             let listed = stacks().iter().any(|(value, _, _)| *value == cur);
                             (!cur.is_empty() && !listed).then(|| view! { <option value=cur.clone()>{format!("{cur} (not found)")}</option> })
                         }}
@@ -920,7 +799,7 @@ fn ProfileEditor() -> impl IntoView {
                         <select name="profile-scope" prop:value=move || p.scope.get() on:change=move |e| {
                             let scope = event_target_value(&e);
                             // A Preset the new scope cannot use is cleared, not kept dangling.
-                            let cur = p.draft.with_untracked(|d| d.get("promptStack").and_then(Value::as_str).map(str::to_string));
+                            let cur = p.form.draft.with_untracked(|d| d.get("promptStack").and_then(Value::as_str).map(str::to_string));
                             let usable = cur.as_ref().is_none_or(|cur| p.collection.with_untracked(|c| stack_choices(c, &scope)).iter().any(|(v, _, _)| v == cur));
                             if !usable { set("/promptStack", Some(Value::Null)); }
                             p.scope.set(scope);
@@ -931,7 +810,7 @@ fn ProfileEditor() -> impl IntoView {
                     </label>
                 </Show>
                 <label class="check">
-                    <input type="checkbox" name="profile-auto" prop:checked=move || p.draft.with(|d| jp::get_bool(d, "/autoActivate").unwrap_or(false))
+                    <input type="checkbox" name="profile-auto" prop:checked=move || p.form.draft.with(|d| jp::get_bool(d, "/autoActivate").unwrap_or(false))
                         on:change=move |e| set("/autoActivate", if event_target_checked(&e) { Some(Value::Bool(true)) } else { None })/>
                     <span>"Apply automatically when a session starts"</span>
                 </label>

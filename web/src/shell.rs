@@ -62,8 +62,8 @@ pub fn Shell() -> impl IntoView {
                         state::save_stack(app, None)
                     }
                 }
-                Surface::Profiles => {
-                    if let Some(save) = app.profile_save.get_untracked() {
+                Surface::Profiles | Surface::Capabilities => {
+                    if let Some(save) = app.form_save.get_untracked() {
                         save.run(())
                     }
                 }
@@ -76,7 +76,7 @@ pub fn Shell() -> impl IntoView {
     });
     // Leaving the page with unsaved work asks first (the browser's own prompt).
     let _unload = window_event_listener(ev::beforeunload, move |e| {
-        if app.editor.dirty.get_untracked() || app.profile_dirty.get_untracked() {
+        if app.editor.dirty.get_untracked() || app.form_dirty.get_untracked() {
             e.prevent_default();
             e.set_return_value("unsaved");
         }
@@ -90,14 +90,18 @@ pub fn Shell() -> impl IntoView {
             let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
         }
     };
-    // The Preset draft lives in app state and survives a surface switch; an unsaved profile
-    // form does not, so leaving Profiles with one asks first.
+    // The Preset draft lives in app state and survives a surface switch; an unsaved profile or
+    // capability form does not, so leaving its surface with one asks first.
     let go = move |surface: Surface| {
         if app.surface.get_untracked() == surface {
             return;
         }
-        if app.profile_dirty.get_untracked() {
-            app.confirm_discard("Leaving Profiles", move || app.surface.set(surface));
+        if app.form_dirty.get_untracked() {
+            let from = match app.surface.get_untracked() {
+                Surface::Capabilities => "Leaving Capabilities",
+                _ => "Leaving Profiles",
+            };
+            app.confirm_discard(from, move || app.surface.set(surface));
         } else {
             app.surface.set(surface);
         }
@@ -114,6 +118,9 @@ pub fn Shell() -> impl IntoView {
                     <button class="surface-tab" class:current=move || app.surface.get() == Surface::Profiles
                         aria-pressed=move || (app.surface.get() == Surface::Profiles).to_string()
                         on:click=move |_| go(Surface::Profiles)>"Profiles"</button>
+                    <button class="surface-tab" class:current=move || app.surface.get() == Surface::Capabilities
+                        aria-pressed=move || (app.surface.get() == Surface::Capabilities).to_string()
+                        on:click=move |_| go(Surface::Capabilities)>"Capabilities"</button>
                     <button class="surface-tab" class:current=move || app.surface.get() == Surface::Payloads
                         aria-pressed=move || (app.surface.get() == Surface::Payloads).to_string()
                         on:click=move |_| go(Surface::Payloads)>"Payloads"</button>
@@ -145,6 +152,7 @@ pub fn Shell() -> impl IntoView {
             {move || match app.surface.get() {
                 Surface::Presets => view! { <PresetsSurface/> }.into_any(),
                 Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
+                Surface::Capabilities => view! { <crate::capabilities::CapabilitiesSurface/> }.into_any(),
                 Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}

@@ -18,8 +18,13 @@ use crate::api::{self, arr, b, n, opt_s, s, seg, ApiError, Method};
 pub enum Surface {
     Presets,
     Profiles,
+    Capabilities,
     Payloads,
 }
+
+/// A watcher change of one resource: `(key, revision, origin)` (`origin` is `self` for the
+/// editor's own writes).
+pub type Change = (String, Option<String>, String);
 
 /// The scope switch uses forge-core's scope (project / global).
 pub use forge_core::id::Scope;
@@ -294,11 +299,18 @@ pub struct App {
     pub profile_events: RwSignal<u64>,
     /// Bumped by every `payloads` server event (a capture, late usage, an arm or a clear).
     pub payload_events: RwSignal<u64>,
-    /// The last profile change event: `(key, revision, origin)`.
-    pub profile_change: RwSignal<Option<(String, Option<String>, String)>>,
-    /// The profiles surface has unsaved edits (for the surface-switch guard and Ctrl+S).
-    pub profile_dirty: RwSignal<bool>,
-    pub profile_save: RwSignal<Option<Callback<()>>>,
+    /// The last profile change event.
+    pub profile_change: RwSignal<Option<Change>>,
+    /// Increments on every change event about capabilities or stacks (which Presets bind a
+    /// capability); the capabilities surface refetches.
+    pub capability_events: RwSignal<u64>,
+    pub capability_change: RwSignal<Option<Change>>,
+    /// Text a Preset block hands to a new capability ("New capability from this text").
+    pub capability_seed: RwSignal<Option<String>>,
+    /// The library surface on screen (profiles, capabilities) has unsaved edits (for the
+    /// surface-switch guard, the unload prompt and Ctrl+S).
+    pub form_dirty: RwSignal<bool>,
+    pub form_save: RwSignal<Option<Callback<()>>>,
     /// The newest stack-list request; an older answer arriving later is dropped.
     list_seq: StoredValue<u64>,
     /// The workspace generation of the list embedded in the page (`None`: it was fetched).
@@ -332,8 +344,11 @@ impl App {
             profile_events: RwSignal::new(0),
             payload_events: RwSignal::new(0),
             profile_change: RwSignal::new(None),
-            profile_dirty: RwSignal::new(false),
-            profile_save: RwSignal::new(None),
+            capability_events: RwSignal::new(0),
+            capability_change: RwSignal::new(None),
+            capability_seed: RwSignal::new(None),
+            form_dirty: RwSignal::new(false),
+            form_save: RwSignal::new(None),
             list_seq: StoredValue::new(0),
             boot_generation: StoredValue::new(None),
             shell_ready: RwSignal::new(false),
@@ -356,7 +371,7 @@ impl App {
                 self.editor.dirty.get_untracked()
                     || self.editor.json_scratch.with_untracked(Option::is_some)
             }
-            Surface::Profiles => self.profile_dirty.get_untracked(),
+            Surface::Profiles | Surface::Capabilities => self.form_dirty.get_untracked(),
             Surface::Payloads => false,
         };
         if !dirty {
