@@ -15,8 +15,10 @@ use forge_core::capability::ops::{
 };
 use forge_core::capability::snapshot::SnapshotSource;
 use forge_core::capability::view::{
-    build_view, decode_enable_request, decode_state_mutation, preset_revision, revision_value,
-    view_revision, ChoiceKind, Delivery, StateMutation, TextPresentation, ViewGuard, ViewInput,
+    available_choices, build_view, choice_fingerprint, decode_enable_request,
+    decode_state_mutation, enable_choice, preset_revision, revision_value, view_revision,
+    ChoiceError, ChoiceKind, Delivery, EnableRequest, StateMutation, TextPresentation, ViewGuard,
+    ViewInput,
 };
 use forge_core::capability::ToolPatch;
 use forge_core::id::{ResourceKey, Scope};
@@ -115,6 +117,7 @@ struct World {
     other: ActivePreset,
     preset: Option<ActivePreset>,
     trusted: bool,
+    restoring: bool,
     registered: Vec<String>,
     current: Vec<String>,
     events: Vec<Value>,
@@ -133,6 +136,7 @@ impl World {
             coder,
             other,
             trusted: true,
+            restoring: false,
             registered: names(&["read", "bash", "edit", "write", "grep", "forge_capability"]),
             current: names(&["read", "bash", "edit", "forge_capability"]),
             events: Vec::new(),
@@ -145,6 +149,7 @@ impl World {
         Session {
             events: &self.events,
             trusted: self.trusted,
+            restoring: self.restoring,
             preset: self.preset.as_ref(),
             registered: &self.registered,
             current_tools: &self.current,
@@ -178,6 +183,16 @@ impl World {
             self.current = plan.effective_tools.clone();
         }
         result
+    }
+
+    /// A read-only `forge_capability` call (list/status persist nothing).
+    fn ask(&self, call: &ToolCall) -> Result<AgentReply, OpError> {
+        let mut ids = || "unused".to_string();
+        let mut stamp = Stamp {
+            created_at: 0.0,
+            next_id: &mut ids,
+        };
+        run_tool_call(&self.session(), call, &mut stamp)
     }
 
     fn state(&self) -> CapabilityState {
@@ -840,24 +855,11 @@ fn list_shows_only_what_the_agent_may_enable_and_no_rule_bodies() {
         json!([{"activationId": "id-2", "source": "project:plain", "binding": "plain",
                 "name": "plain rules", "actor": "agent", "tools": {"add": [], "remove": []}}])
     );
-    let reply = w
-        .run(|_, s, st| match run_tool_call(s, &ToolCall::Status, st) {
-            Ok(AgentReply::Status(items)) => {
-                assert_eq!(items, status);
-                Err(OpError::NoActivePreset) // no plan to persist
-            }
-            other => panic!("{other:?}"),
-        })
-        .unwrap_err();
-    assert_eq!(reply, OpError::NoActivePreset);
+    assert_eq!(w.ask(&ToolCall::Status), Ok(AgentReply::Status(status)));
+    assert_eq!(w.ask(&ToolCall::List), Ok(AgentReply::List(choices)));
     w.trusted = false;
-    let err = w
-        .run(|_, s, st| match run_tool_call(s, &ToolCall::List, st) {
-            Err(e) => Err(e),
-            Ok(other) => panic!("{other:?}"),
-        })
-        .unwrap_err();
-    assert_eq!(err, OpError::Untrusted);
+    assert_eq!(w.ask(&ToolCall::List), Err(OpError::Untrusted));
+    assert_eq!(w.ask(&ToolCall::Status), Err(OpError::Untrusted));
 }
 
 #[test]
@@ -1073,6 +1075,180 @@ fn v46_v47_session_request_bodies_are_exact() {
         decode_enable_request(&empty).unwrap_err(),
         "fingerprint must be a non-empty string of at most 256 characters."
     );
+}
+
+#[test]
+fn every_mutation_fails_closed_while_restoring() {
+    let mut w = World::new();
+    bound(&mut w, Caller::User, "plain").unwrap();
+    w.restoring = true;
+    let results = [
+        w.run(|_, s, st| add(s, "x", st)),
+        w.run(|w, s, st| enable(s, &w.ws, "review", st)),
+        bound(&mut w, Caller::User, "review"),
+        bound(&mut w, Caller::Agent, "review"),
+        off(&mut w, Caller::User, "plain"),
+        w.run(|_, s, st| reset(s, st)),
+        w.run(|w, s, st| switch_preset(s, Some(&w.other), st)),
+    ];
+    for result in results {
+        assert_eq!(result.unwrap_err(), OpError::Restoring);
+    }
+    assert_eq!(
+        OpError::Restoring.to_string(),
+        "Capabilities are being restored; try again when the session is ready."
+    );
+    assert_eq!(w.events.len(), 1);
+}
+
+#[test]
+fn tool_sync_in_an_untrusted_project_refuses_while_capabilities_are_active() {
+    let mut w = World::new();
+    assert_eq!(ops::check_sync_trust(false, &w.state()), Ok(()));
+    bound(&mut w, Caller::User, "plain").unwrap();
+    assert_eq!(ops::check_sync_trust(true, &w.state()), Ok(()));
+    let err = ops::check_sync_trust(false, &w.state()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Active capabilities require a trusted project; trust it, or remove them with /capability disable or /capability reset."
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The picker (B10 available / enable, vector 46)
+
+fn request(kind: ChoiceKind, id: &str, fingerprint: &str) -> EnableRequest {
+    EnableRequest {
+        guard: ViewGuard {
+            session_id: "s1".to_string(),
+            leaf_id: None,
+            revision: "r".to_string(),
+        },
+        kind,
+        id: id.to_string(),
+        fingerprint: fingerprint.to_string(),
+    }
+}
+
+/// Runs a picker activation like the host: the plan is persisted only on success.
+fn pick(w: &mut World, request: &EnableRequest) -> Result<(), ChoiceError> {
+    let mut refused = None;
+    let _ = w.run(|w, s, st| {
+        enable_choice(s, &w.ws, request, st).map_err(|e| {
+            refused = Some(e);
+            OpError::NoActivePreset // any error: nothing is persisted
+        })
+    });
+    refused.map_or(Ok(()), Err)
+}
+
+#[test]
+fn the_picker_lists_library_capabilities_and_every_binding_with_problems() {
+    let w = World::new();
+    let choices = available_choices(&w.ws, Some(&w.coder), &w.registered);
+    let ids: Vec<(ChoiceKind, &str)> = choices.iter().map(|c| (c.kind, c.id.as_str())).collect();
+    assert_eq!(
+        ids,
+        [
+            (ChoiceKind::Capability, "project:danger"),
+            (ChoiceKind::Capability, "project:plain"),
+            (ChoiceKind::Capability, "project:review"),
+            (ChoiceKind::Capability, "project:writer"),
+            (ChoiceKind::Binding, "review"),
+            (ChoiceKind::Binding, "human-review"),
+            (ChoiceKind::Binding, "danger"),
+            (ChoiceKind::Binding, "writer"),
+            (ChoiceKind::Binding, "plain"),
+        ]
+    );
+    let writer = &choices[3];
+    assert_eq!(
+        serde_json::to_value(writer).unwrap(),
+        json!({"kind": "capability", "id": "project:writer", "label": "writer rules",
+               "content": "Write things.", "tools": {"add": ["write"], "remove": []},
+               "fingerprint": choice_fingerprint(
+                   SnapshotSource::Capability { key: key("writer"), binding: None },
+                   &w.ws.capabilities.iter().find(|c| c.key == key("writer")).unwrap().parsed.capability),
+               "problem": "Tool write is blocked by prompt stack project:coder"})
+    );
+    // A binding's fingerprint includes the binding in its source: it differs from the library's.
+    assert_ne!(choices[4].fingerprint, choices[2].fingerprint);
+    // The fingerprint is the one the activation's snapshot carries.
+    let mut w = World::new();
+    let plan = bound(&mut w, Caller::User, "review").unwrap();
+    assert_eq!(
+        plan.events[0]["snapshot"]["fingerprint"],
+        json!(choices[4].fingerprint)
+    );
+}
+
+#[test]
+fn v46_picker_activation_refusals_write_nothing() {
+    let mut w = World::new();
+    let choices = available_choices(&w.ws, Some(&w.coder), &w.registered);
+    let plain = choices[1].fingerprint.clone();
+    let review_binding = choices[4].fingerprint.clone();
+
+    let err = pick(&mut w, &request(ChoiceKind::Capability, "plain", &plain)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "A capability choice needs a qualified id (project:<id> or global:<id>), got plain."
+    );
+    let err = pick(
+        &mut w,
+        &request(ChoiceKind::Capability, "project:nonexistent", &plain),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Capability not found: project:nonexistent."
+    );
+    let err = pick(
+        &mut w,
+        &request(ChoiceKind::Capability, "project:plain", &review_binding),
+    )
+    .unwrap_err();
+    assert_eq!(err, ChoiceError::SourceChanged);
+    assert_eq!(
+        err.to_string(),
+        "Capability source changed since it was shown; review it again before enabling."
+    );
+    let err = pick(&mut w, &request(ChoiceKind::Binding, "nope", &plain)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Preset project:coder has no capability binding nope."
+    );
+    w.trusted = false;
+    let err = pick(
+        &mut w,
+        &request(ChoiceKind::Capability, "project:plain", &plain),
+    )
+    .unwrap_err();
+    assert_eq!(err, ChoiceError::Op(OpError::Untrusted));
+    w.restoring = true;
+    let err = pick(
+        &mut w,
+        &request(ChoiceKind::Capability, "project:plain", &plain),
+    )
+    .unwrap_err();
+    assert_eq!(err, ChoiceError::Op(OpError::Restoring));
+    assert!(w.events.is_empty() && w.tools_entry.is_none());
+
+    w.trusted = true;
+    w.restoring = false;
+    pick(
+        &mut w,
+        &request(ChoiceKind::Capability, "project:plain", &plain),
+    )
+    .unwrap();
+    pick(
+        &mut w,
+        &request(ChoiceKind::Binding, "review", &review_binding),
+    )
+    .unwrap();
+    let state = w.state();
+    assert_eq!(state.active.len(), 2);
+    assert!(state.active.iter().all(|a| a.actor == Actor::User));
 }
 
 // ---------------------------------------------------------------------------------------------

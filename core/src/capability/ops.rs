@@ -205,6 +205,8 @@ pub struct Session<'a> {
     /// The branch's `pi-forge-capability-event` data, oldest first.
     pub events: &'a [Value],
     pub trusted: bool,
+    /// The runtime is restoring the session (or disposed): every mutation fails closed.
+    pub restoring: bool,
     pub preset: Option<&'a ActivePreset>,
     /// Registered tool names, in registry order.
     pub registered: &'a [String],
@@ -241,6 +243,10 @@ impl Caller {
 /// Why an operation was refused. Nothing was persisted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OpError {
+    #[error("Capabilities are being restored; try again when the session is ready.")]
+    Restoring,
+    #[error("Active capabilities require a trusted project; trust it, or remove them with /capability disable or /capability reset.")]
+    UntrustedActive,
     #[error("The capability history of this branch is invalid: {0}")]
     Log(ReduceError),
     #[error("Capabilities require a trusted project; /capability disable and /capability reset stay available.")]
@@ -383,6 +389,25 @@ pub fn current_state(session: &Session) -> Result<CapabilityState, OpError> {
     reduce(session.events).map_err(OpError::Log)
 }
 
+/// Every mutation needs a runtime that is not restoring.
+fn ready(session: &Session) -> Result<(), OpError> {
+    if session.restoring {
+        Err(OpError::Restoring)
+    } else {
+        Ok(())
+    }
+}
+
+/// Tool sync in an untrusted project refuses while capabilities are active (B8); `disable` and
+/// `reset` stay usable as the way out.
+pub fn check_sync_trust(trusted: bool, state: &CapabilityState) -> Result<(), OpError> {
+    if !trusted && !state.active.is_empty() {
+        Err(OpError::UntrustedActive)
+    } else {
+        Ok(())
+    }
+}
+
 fn policy_of(preset: Option<&ActivePreset>) -> Option<&Policy> {
     preset.and_then(|p| p.policy.as_ref())
 }
@@ -488,6 +513,7 @@ fn deactivation(stamp: &mut Stamp, actor: Actor, activation_id: &str) -> Capabil
 
 /// add (manual, user): `text` becomes a snapshot `{source: manual, content: text, tools: {[], []}}`.
 pub fn add(session: &Session, text: &str, stamp: &mut Stamp) -> Result<Plan, OpError> {
+    ready(session)?;
     if !session.trusted {
         return Err(OpError::Untrusted);
     }
@@ -528,6 +554,7 @@ pub fn enable(
     selector: &str,
     stamp: &mut Stamp,
 ) -> Result<Plan, OpError> {
+    ready(session)?;
     if !session.trusted {
         return Err(OpError::Untrusted);
     }
@@ -581,6 +608,7 @@ fn control_problem(session: &Session, state: &CapabilityState) -> Option<&'stati
 pub fn agent_preconditions<'a>(
     session: &Session<'a>,
 ) -> Result<(CapabilityState, &'a ActivePreset), OpError> {
+    ready(session)?;
     if !session.trusted {
         return Err(OpError::Untrusted);
     }
@@ -599,6 +627,7 @@ pub fn enable_bound(
     binding_id: &str,
     stamp: &mut Stamp,
 ) -> Result<Plan, OpError> {
+    ready(session)?;
     let (state, preset) = match caller {
         Caller::Agent => agent_preconditions(session)?,
         Caller::User => {
@@ -691,6 +720,7 @@ pub fn disable(
     selector: &str,
     stamp: &mut Stamp,
 ) -> Result<Plan, OpError> {
+    ready(session)?;
     let (state, preset) = match caller {
         Caller::Agent => {
             let (state, preset) = agent_preconditions(session)?;
@@ -766,6 +796,7 @@ pub const NOTHING_ACTIVE_MESSAGE: &str = "No capabilities are active.";
 
 /// reset (user only; also in an untrusted project).
 pub fn reset(session: &Session, stamp: &mut Stamp) -> Result<Plan, OpError> {
+    ready(session)?;
     let state = current_state(session)?;
     if state.active.is_empty() {
         let message = NOTHING_ACTIVE_MESSAGE.to_string();
@@ -800,6 +831,7 @@ pub fn switch_preset(
     target: Option<&ActivePreset>,
     stamp: &mut Stamp,
 ) -> Result<Plan, OpError> {
+    ready(session)?;
     let state = current_state(session)?;
     let (ending, surviving): (Vec<_>, Vec<_>) = state.active.iter().partition(|a| {
         a.snapshot

@@ -1,5 +1,7 @@
-//! The session capability view (spec B10 `CapabilityStateView`), its guard `revision`, and the
-//! request bodies of the guarded session endpoints.
+//! The session capability view (spec B10 `CapabilityStateView`), its guard `revision`, the
+//! request bodies of the guarded session endpoints, and the activation picker
+//! ([`available_choices`], [`enable_choice`]). Checking the guard against the live session (and
+//! reading it again after the last resource read) stays with the host.
 //!
 //! `revision = fp({domain: "forge-capability-view-v1", instanceId, lifecycleRevision, sessionId,
 //! leafId, lastEventId, active, effectiveTools, trusted, restoring, model, delivery,
@@ -13,11 +15,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::events::{Actor, CapabilityState};
-use super::MAX_OPAQUE_ID_LENGTH;
+use super::ops::{self, validate_patches, ActivePreset, Caller, OpError, Plan, Session, Stamp};
+use super::snapshot::{CapabilitySnapshot, SnapshotSource};
+use super::{Capability, MAX_OPAQUE_ID_LENGTH};
 use crate::canonical::fingerprint;
-use crate::id::ResourceKey;
+use crate::id::{parse_selector, ResourceKey, Selector};
 use crate::json::{object, type_name, utf16_len};
 use crate::stack::PromptStack;
+use crate::workspace::WorkspaceSnapshot;
 
 /// The `domain` tag of the view revision.
 pub const VIEW_DOMAIN: &str = "forge-capability-view-v1";
@@ -277,7 +282,8 @@ pub enum StateMutation {
 }
 
 /// Which picker entry `POST /api/capability-state/enable` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ChoiceKind {
     Capability,
     Binding,
@@ -410,4 +416,160 @@ pub fn decode_enable_request(body: &Value) -> Result<EnableRequest, String> {
         id: bounded_id(&map["id"], "id")?,
         fingerprint,
     })
+}
+
+/// The 409 message of a guard that no longer matches the live session.
+pub const GUARD_CHANGED_MESSAGE: &str =
+    "Session, branch or capability state changed; reload the capability state and try again.";
+
+/// One entry of `GET /api/capability-state/available`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Choice {
+    pub kind: ChoiceKind,
+    /// `scope:id` for a library capability, the binding id for a binding.
+    pub id: String,
+    /// `name ?? id`.
+    pub label: String,
+    pub content: String,
+    pub tools: ViewTools,
+    /// The snapshot fingerprint the activation would get (activation id excluded).
+    pub fingerprint: String,
+    /// Why the tool patch would be refused now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// The content fingerprint an activation of `capability` from `source` would carry.
+pub fn choice_fingerprint(source: SnapshotSource, capability: &Capability) -> String {
+    CapabilitySnapshot::from_capability(String::new(), source, capability).fingerprint()
+}
+
+fn choice(
+    kind: ChoiceKind,
+    id: String,
+    source: SnapshotSource,
+    capability: &Capability,
+    preset: Option<&ActivePreset>,
+    registered: &[String],
+) -> Choice {
+    let problems = validate_patches(&[&capability.tools], preset, registered);
+    Choice {
+        kind,
+        label: capability.name.clone().unwrap_or_else(|| id.clone()),
+        id,
+        content: capability.content.clone(),
+        tools: ViewTools {
+            add: capability.tools.add.clone(),
+            remove: capability.tools.remove.clone(),
+        },
+        fingerprint: choice_fingerprint(source, capability),
+        problem: (!problems.is_empty()).then(|| problems.join("; ")),
+    }
+}
+
+/// The picker: every usable library capability (`kind: capability`, source `{kind, key}`), then
+/// every binding of the active Preset, human-only ones included (`kind: binding`, source with
+/// `binding`). A pure read.
+pub fn available_choices(
+    library: &WorkspaceSnapshot,
+    preset: Option<&ActivePreset>,
+    registered: &[String],
+) -> Vec<Choice> {
+    let mut out = Vec::new();
+    for entry in library.capabilities.iter().filter(|e| e.usable()) {
+        let source = SnapshotSource::Capability {
+            key: entry.key.clone(),
+            binding: None,
+        };
+        let capability = &entry.parsed.capability;
+        out.push(choice(
+            ChoiceKind::Capability,
+            entry.key.to_string(),
+            source,
+            capability,
+            preset,
+            registered,
+        ));
+    }
+    if let Some(preset) = preset {
+        for binding in &preset.bindings {
+            out.push(choice(
+                ChoiceKind::Binding,
+                binding.id.clone(),
+                preset.source_of(binding),
+                &binding.capability,
+                Some(preset),
+                registered,
+            ));
+        }
+    }
+    out
+}
+
+/// Why a picker activation was refused (the guard itself is the host's check).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// 409.
+    #[error("A capability choice needs a qualified id (project:<id> or global:<id>), got {0}.")]
+    NotQualified(String),
+    /// 409: the resource changed since the picker computed the fingerprint.
+    #[error("Capability source changed since it was shown; review it again before enabling.")]
+    SourceChanged,
+    /// `Restoring` → 503, `Untrusted` → 403, anything else → 409.
+    #[error(transparent)]
+    Op(#[from] OpError),
+}
+
+/// `POST /api/capability-state/enable` after the guard check: resolves the choice again,
+/// recomputes its fingerprint, and commits as the user (never retries, never infers).
+pub fn enable_choice(
+    session: &Session,
+    library: &WorkspaceSnapshot,
+    request: &EnableRequest,
+    stamp: &mut Stamp,
+) -> Result<Plan, ChoiceError> {
+    if session.restoring {
+        return Err(OpError::Restoring.into());
+    }
+    if !session.trusted {
+        return Err(OpError::Untrusted.into());
+    }
+    match request.kind {
+        ChoiceKind::Capability => {
+            let selector =
+                parse_selector(&request.id).map_err(|e| OpError::Resolve(e.to_string()))?;
+            let Selector::Scoped(key) = selector else {
+                return Err(ChoiceError::NotQualified(request.id.clone()));
+            };
+            let entry = library
+                .resolve_capability(&Selector::Scoped(key.clone()))
+                .map_err(|e| OpError::Resolve(e.to_string()))?;
+            let source = SnapshotSource::Capability { key, binding: None };
+            if choice_fingerprint(source, &entry.parsed.capability) != request.fingerprint {
+                return Err(ChoiceError::SourceChanged);
+            }
+            Ok(ops::enable(session, library, &request.id, stamp)?)
+        }
+        ChoiceKind::Binding => {
+            let preset = session.preset.ok_or(OpError::NoActivePreset)?;
+            let binding = preset
+                .binding(&request.id)
+                .ok_or_else(|| OpError::UnknownBinding {
+                    preset: preset.key.to_string(),
+                    id: request.id.clone(),
+                })?;
+            if choice_fingerprint(preset.source_of(binding), &binding.capability)
+                != request.fingerprint
+            {
+                return Err(ChoiceError::SourceChanged);
+            }
+            Ok(ops::enable_bound(
+                session,
+                Caller::User,
+                &request.id,
+                stamp,
+            )?)
+        }
+    }
 }
