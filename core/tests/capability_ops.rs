@@ -1114,6 +1114,46 @@ fn tool_sync_in_an_untrusted_project_refuses_while_capabilities_are_active() {
     );
 }
 
+#[test]
+fn saving_the_active_preset_prevalidates_active_patches() {
+    let mut w = World::new();
+    bound(&mut w, Caller::User, "review").unwrap(); // adds grep
+    let mut saved = w.coder.clone();
+    assert_eq!(ops::check_active_preset_save(&w.session(), &saved), Ok(()));
+    saved.policy = Some(Policy {
+        deny: names(&["grep"]),
+        ..Policy::default()
+    });
+    let err = ops::check_active_preset_save(&w.session(), &saved).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Saving the active Preset would break active capabilities: Tool grep is blocked by prompt stack project:coder"
+    );
+}
+
+#[test]
+fn delivery_follows_the_anchor_cursor() {
+    let mut w = World::new();
+    assert_eq!(
+        ops::delivery_status(&w.state(), None, false),
+        Delivery::None
+    );
+    bound(&mut w, Caller::User, "plain").unwrap(); // event id-1
+    let state = w.state();
+    assert_eq!(ops::delivery_status(&state, None, false), Delivery::Pending);
+    assert_eq!(ops::delivery_status(&state, None, true), Delivery::Prepared);
+    let anchor = DeliveryAnchor::new("id-1");
+    assert_eq!(
+        ops::delivery_status(&state, Some(&anchor), true),
+        Delivery::None
+    );
+    let old = DeliveryAnchor::new("id-0");
+    assert_eq!(
+        ops::delivery_status(&state, Some(&old), false),
+        Delivery::Pending
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The picker (B10 available / enable, vector 46)
 

@@ -212,7 +212,10 @@ pub struct Session<'a> {
     pub registered: &'a [String],
     /// The tools active right now.
     pub current_tools: &'a [String],
-    /// The branch's newest `pi-forge-capability-tools` data, if any.
+    /// The branch's newest `pi-forge-capability-tools` data. When the branch has none but the
+    /// host remembers the tools from before pi-forge filtered them, pass those as `baseline`
+    /// (and what it applied last as `lastApplied`); with `None` the current tools are the
+    /// baseline.
     pub tools_entry: Option<&'a ToolsEntry>,
 }
 
@@ -284,6 +287,8 @@ pub enum OpError {
     },
     #[error("Preset switch rejected: {}", .0.join("; "))]
     SwitchConflict(Vec<String>),
+    #[error("Saving the active Preset would break active capabilities: {}", .0.join("; "))]
+    PresetSaveConflict(Vec<String>),
     #[error("The change would break the capability history: {0}")]
     Reduce(ReduceError),
 }
@@ -859,4 +864,35 @@ pub fn switch_preset(
         false,
         Outcome::Switched { deactivated },
     )
+}
+
+/// Saving the **active** Preset (B10): every active snapshot's patch must pass the new version's
+/// tool policy before anything is written. Snapshots are never replaced; afterwards the host
+/// re-syncs tools with the new policy ([`sync_tools`]).
+pub fn check_active_preset_save(session: &Session, saved: &ActivePreset) -> Result<(), OpError> {
+    let state = current_state(session)?;
+    let problems = validate_patches(&active_patches(&state), Some(saved), session.registered);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(OpError::PresetSaveConflict(problems))
+    }
+}
+
+/// Whether capability changes still have to reach the model: `none` when the branch's last
+/// event is covered by the newest delivery anchor (or there are no events), else `prepared`
+/// when the host has built a request carrying them and `pending` when it has not. (Inferred
+/// from B7/B10: the anchor is a cursor over the event history.)
+pub fn delivery_status(
+    state: &CapabilityState,
+    anchor: Option<&DeliveryAnchor>,
+    prepared: bool,
+) -> super::view::Delivery {
+    use super::view::Delivery;
+    match &state.last_event_id {
+        None => Delivery::None,
+        Some(last) if anchor.is_some_and(|a| a.through_event_id == *last) => Delivery::None,
+        Some(_) if prepared => Delivery::Prepared,
+        Some(_) => Delivery::Pending,
+    }
 }
