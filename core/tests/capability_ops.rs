@@ -15,10 +15,10 @@ use forge_core::capability::ops::{
 };
 use forge_core::capability::snapshot::SnapshotSource;
 use forge_core::capability::view::{
-    available_choices, build_view, choice_fingerprint, decode_enable_request,
+    apply_state_mutation, available_choices, build_view, choice_fingerprint, decode_enable_request,
     decode_state_mutation, enable_choice, preset_revision, revision_value, view_revision,
-    ChoiceError, ChoiceKind, Delivery, EnableRequest, StateMutation, TextPresentation, ViewGuard,
-    ViewInput,
+    ChoiceError, ChoiceKind, Delivery, EnableRequest, MutationError, StateMutation,
+    TextPresentation, ViewGuard, ViewInput,
 };
 use forge_core::capability::ToolPatch;
 use forge_core::id::{ResourceKey, Scope};
@@ -1289,6 +1289,80 @@ fn v46_picker_activation_refusals_write_nothing() {
     let state = w.state();
     assert_eq!(state.active.len(), 2);
     assert!(state.active.iter().all(|a| a.actor == Actor::User));
+}
+
+fn guard_of(w: &World) -> ViewGuard {
+    ViewGuard {
+        session_id: "s1".to_string(),
+        leaf_id: Some("leaf".to_string()),
+        revision: format!("rev-{}", w.events.len()),
+    }
+}
+
+/// `sent`: the guard the page sends (`None`: the current one).
+fn mutate(w: &mut World, sent: Option<ViewGuard>, body: Value) -> Result<(), MutationError> {
+    let mutation = decode_state_mutation(&body).unwrap();
+    let mut refused = None;
+    let current = guard_of(w);
+    let sent = sent.unwrap_or_else(|| current.clone());
+    let mutation = match mutation {
+        StateMutation::Disable { activation_id, .. } => StateMutation::Disable {
+            activation_id,
+            guard: sent,
+        },
+        StateMutation::Reset { .. } => StateMutation::Reset { guard: sent },
+    };
+    let _ = w.run(|_, s, st| {
+        apply_state_mutation(s, &current, &mutation, st).map_err(|e| {
+            refused = Some(e);
+            OpError::NoActivePreset
+        })
+    });
+    refused.map_or(Ok(()), Err)
+}
+
+#[test]
+fn v47_web_mutations_check_trust_guard_and_exact_activation_ids() {
+    let mut w = World::new();
+    bound(&mut w, Caller::User, "plain").unwrap(); // id-2
+    let body = |id: &str| json!({"action": "disable", "activationId": id, "guard": guard()});
+    let err = mutate(&mut w, None, body("nope")).unwrap_err();
+    assert_eq!(
+        err,
+        MutationError::Op(OpError::UnknownActivation("nope".to_string()))
+    );
+    assert_eq!(
+        err.to_string(),
+        "No active capability has the activation id nope."
+    );
+    // A label is not an activation id here.
+    assert!(mutate(&mut w, None, body("plain")).is_err());
+    let mut stale = guard_of(&w);
+    stale.revision = "rev-0".to_string();
+    let err = mutate(&mut w, Some(stale), body("id-2")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Session, branch or capability state changed; reload the capability state and try again."
+    );
+    w.trusted = false;
+    assert_eq!(
+        mutate(&mut w, None, body("id-2")),
+        Err(MutationError::Untrusted)
+    );
+    w.trusted = true;
+    w.restoring = true;
+    assert_eq!(
+        mutate(&mut w, None, body("id-2")),
+        Err(MutationError::Op(OpError::Restoring))
+    );
+    w.restoring = false;
+    assert_eq!(w.events.len(), 1);
+    mutate(&mut w, None, body("id-2")).unwrap();
+    assert!(w.active_ids().is_empty());
+    bound(&mut w, Caller::User, "plain").unwrap();
+    mutate(&mut w, None, json!({"action": "reset", "guard": guard()})).unwrap();
+    assert!(w.active_ids().is_empty());
+    assert_eq!(w.events.last().unwrap()["op"], "reset");
 }
 
 // ---------------------------------------------------------------------------------------------

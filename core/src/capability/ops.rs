@@ -276,6 +276,8 @@ pub enum OpError {
     Invalid(String),
     #[error("No matching active capability: {0}")]
     NoMatch(String),
+    #[error("No active capability has the activation id {0}.")]
+    UnknownActivation(String),
     #[error("{selector} matches {} active capabilities ({}); use an activation id.", .ids.len(), .ids.join(", "))]
     Ambiguous { selector: String, ids: Vec<String> },
     #[error("The agent cannot disable {0}: it did not enable it through a Preset binding.")]
@@ -793,6 +795,34 @@ pub fn disable(
         vec![event],
         false,
         Outcome::Deactivated { activation_id },
+    )
+}
+
+/// disable by exact activation id, as the user (the web Session panel): an id that is not active
+/// is an error (404 there), never a guess by label.
+pub fn disable_activation(
+    session: &Session,
+    activation_id: &str,
+    stamp: &mut Stamp,
+) -> Result<Plan, OpError> {
+    ready(session)?;
+    let state = current_state(session)?;
+    if !state
+        .active
+        .iter()
+        .any(|a| a.snapshot.activation_id == activation_id)
+    {
+        return Err(OpError::UnknownActivation(activation_id.to_string()));
+    }
+    let event = deactivation(stamp, Actor::User, activation_id);
+    finish(
+        session,
+        session.preset,
+        vec![event],
+        false,
+        Outcome::Deactivated {
+            activation_id: activation_id.to_string(),
+        },
     )
 }
 

@@ -573,3 +573,43 @@ pub fn enable_choice(
         }
     }
 }
+
+/// Why a `POST /api/capability-state` mutation was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MutationError {
+    /// 403.
+    #[error("Capability changes from the web need a trusted project.")]
+    Untrusted,
+    /// 409.
+    #[error("{GUARD_CHANGED_MESSAGE}")]
+    GuardChanged,
+    /// `Restoring` → 409, `UnknownActivation` → 404, anything else → 409.
+    #[error(transparent)]
+    Op(#[from] OpError),
+}
+
+/// Applies a decoded `POST /api/capability-state` body as the user: trust (403), then the guard
+/// against the live view's (`current`, 409), then the operation. The host re-reads the guard
+/// before persisting the plan.
+pub fn apply_state_mutation(
+    session: &Session,
+    current: &ViewGuard,
+    mutation: &StateMutation,
+    stamp: &mut Stamp,
+) -> Result<Plan, MutationError> {
+    if !session.trusted {
+        return Err(MutationError::Untrusted);
+    }
+    let guard = match mutation {
+        StateMutation::Disable { guard, .. } | StateMutation::Reset { guard } => guard,
+    };
+    if guard != current {
+        return Err(MutationError::GuardChanged);
+    }
+    Ok(match mutation {
+        StateMutation::Disable { activation_id, .. } => {
+            ops::disable_activation(session, activation_id, stamp)?
+        }
+        StateMutation::Reset { .. } => ops::reset(session, stamp)?,
+    })
+}
