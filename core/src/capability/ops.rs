@@ -24,6 +24,13 @@
 //! - An activation takes two ids from the stamp: the event id first, then the activation id.
 //! - No-ops (already selected, nothing matched for the user, nothing to reset, an idempotent
 //!   re-enable) persist nothing: `tools_entry` is `None` and `events` is empty.
+//! - A new event id already used on the branch is refused ([`OpError::EventIdReused`]) even
+//!   where the reducer would skip an identical repeat: a plan's events always take effect.
+//! - Every mutation, the user's recovery included, fails closed while the runtime restores
+//!   ([`Session::restoring`]); only activations and agent calls need trust (the web's own
+//!   trust rule is in [`super::view`]). A Preset switch needs no trust: it only ends bindings.
+//! - The user's `disable` takes a selector (CLI); the web's [`disable_activation`] takes an exact
+//!   activation id and reports an unknown one as an error.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -293,6 +300,8 @@ pub enum OpError {
     PresetSaveConflict(Vec<String>),
     #[error("The change would break the capability history: {0}")]
     Reduce(ReduceError),
+    #[error("Event id {0} is already used in this branch.")]
+    EventIdReused(String),
 }
 
 /// What an operation did.
@@ -441,6 +450,19 @@ fn finish(
     validate: bool,
     outcome: Outcome,
 ) -> Result<Plan, OpError> {
+    // A repeated event id would be skipped (or refused) by the reducer: never let a plan claim
+    // an effect its events do not have.
+    for (i, event) in events.iter().enumerate() {
+        let id = event.event_id.as_str();
+        let earlier = events[..i].iter().any(|e| e.event_id == id)
+            || session
+                .events
+                .iter()
+                .any(|e| e.get("eventId").and_then(Value::as_str) == Some(id));
+        if earlier {
+            return Err(OpError::EventIdReused(id.to_string()));
+        }
+    }
     let events: Vec<Value> = events.iter().map(CapabilityEvent::to_value).collect();
     let mut prospective = session.events.to_vec();
     prospective.extend(events.iter().cloned());
