@@ -1556,3 +1556,79 @@ proptest! {
         prop_assert_eq!(a, Ok(reduce(unrepeated).unwrap()));
     }
 }
+
+/// Raw events over small id pools: valid shapes, any order, any actor.
+fn raw_event() -> impl Strategy<Value = Value> {
+    let event_id = proptest::sample::select(vec!["e1", "e2", "e3", "e4", "e5", "e6"]);
+    let activation = proptest::sample::select(vec!["a1", "a2", "a3"]);
+    let binding = proptest::option::of(proptest::sample::select(vec!["b1", "b2"]));
+    prop_oneof![
+        (event_id.clone(), activation.clone(), binding, any::<bool>()).prop_map(
+            |(e, a, b, agent)| {
+                let source = match b {
+                    Some(b) => SnapshotSource::Capability {
+                        key: key("review"),
+                        binding: Some(forge_core::capability::snapshot::BindingSource {
+                            preset: key("coder"),
+                            id: b.to_string(),
+                        }),
+                    },
+                    None => SnapshotSource::Manual,
+                };
+                let snapshot = forge_core::capability::snapshot::CapabilitySnapshot {
+                    activation_id: a.to_string(),
+                    source,
+                    name: None,
+                    content: "x".to_string(),
+                    tools: ToolPatch::new(["grep"], ["bash"]),
+                };
+                json!({"schemaVersion": 1, "eventId": e, "op": "activate",
+                       "actor": if agent { "agent" } else { "user" }, "createdAt": 1,
+                       "snapshot": snapshot.to_value()})
+            }
+        ),
+        (
+            event_id.clone(),
+            activation,
+            proptest::sample::select(vec!["user", "agent", "lifecycle"])
+        )
+            .prop_map(|(e, a, actor)| json!({"schemaVersion": 1, "eventId": e,
+                "op": "deactivate", "actor": actor, "createdAt": 2, "activationId": a})),
+        event_id.prop_map(|e| json!({"schemaVersion": 1, "eventId": e, "op": "reset",
+            "actor": "user", "createdAt": 3})),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_reducer_is_deterministic_and_protects_user_activations(
+        events in proptest::collection::vec(raw_event(), 0..12),
+    ) {
+        let first = reduce(&events);
+        prop_assert_eq!(&first, &reduce(&events));
+        for i in 0..events.len() {
+            let Ok(before) = reduce(&events[..i]) else { break };
+            let after = reduce(&events[..=i]);
+            let event = &events[i];
+            let seen = events[..i].iter().any(|e| e["eventId"] == event["eventId"]);
+            if event["op"] == "deactivate" && event["actor"] == "agent" && !seen {
+                let target = event["activationId"].as_str().unwrap();
+                let user_owned = before.active.iter().any(|a| {
+                    a.snapshot.activation_id == target && a.actor == Actor::User
+                });
+                if user_owned {
+                    prop_assert!(after.is_err());
+                }
+            }
+            if let Ok(after) = after {
+                // Every remaining activation was active before or is the event's own.
+                for a in &after.active {
+                    let was = before.active.iter().any(|b| b.snapshot.activation_id == a.snapshot.activation_id);
+                    prop_assert!(was || event["op"] == "activate");
+                }
+            }
+        }
+    }
+}
