@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::snapshot::CapabilitySnapshot;
 use super::MAX_OPAQUE_ID_LENGTH;
 use crate::id::is_valid_id;
-use crate::json::{to_canonical, type_name, utf16_len};
+use crate::json::{object, to_canonical, type_name, utf16_len};
 
 /// The Pi session entry type of capability events.
 pub const EVENT_TYPE: &str = "pi-forge-capability-event";
@@ -58,6 +58,42 @@ pub struct CapabilityEvent {
     /// Milliseconds since the epoch (finite, ≥ 0).
     pub created_at: f64,
     pub op: EventOp,
+}
+
+impl CapabilityEvent {
+    /// The stored form (the inverse of [`decode_event`]): `{schemaVersion, eventId, op, actor,
+    /// createdAt, snapshot | activationId}`. A whole-number `createdAt` is written as an integer.
+    pub fn to_value(&self) -> Value {
+        let created_at = if self.created_at.fract() == 0.0
+            && self.created_at >= 0.0
+            && self.created_at <= 9_007_199_254_740_991.0
+        {
+            Value::from(self.created_at as u64)
+        } else {
+            Value::from(self.created_at)
+        };
+        let (op, snapshot, activation_id) = match &self.op {
+            EventOp::Activate(snapshot) => ("activate", Some(snapshot.to_value()), None),
+            EventOp::Deactivate { activation_id } => (
+                "deactivate",
+                None,
+                Some(Value::String(activation_id.clone())),
+            ),
+            EventOp::Reset => ("reset", None, None),
+        };
+        object([
+            ("schemaVersion", Some(Value::from(1u64))),
+            ("eventId", Some(Value::String(self.event_id.clone()))),
+            ("op", Some(Value::String(op.to_string()))),
+            (
+                "actor",
+                Some(Value::String(self.actor.as_str().to_string())),
+            ),
+            ("createdAt", Some(created_at)),
+            ("snapshot", snapshot),
+            ("activationId", activation_id),
+        ])
+    }
 }
 
 /// One active capability.

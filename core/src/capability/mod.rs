@@ -17,10 +17,13 @@ use crate::id::{fallback_id, is_valid_id, ID_RULE};
 use crate::json::{object, parse_bytes, to_compact, to_pretty, type_name, utf16_len};
 use crate::shape::{check_header, optional_string, required_id, unsupported_keys};
 
+pub mod agent;
 pub mod binding;
 pub mod events;
+pub mod ops;
 pub mod snapshot;
 pub mod tools;
+pub mod view;
 
 pub use binding::{
     effective_capability, effective_from_parsed, parse_bindings, Binding, ContentOverride,
