@@ -43,6 +43,19 @@ pub struct Diagnostic {
     pub item_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// What kind of check found it, when it is not the file format's codec (which the original
+    /// shared, so its diagnostics keep their exact shape): `template` for the template analysis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+}
+
+/// A diagnostic's category (see [`Diagnostic::category`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// A block's forge-v1 template does not parse, uses an unknown filter or reads a parameter
+    /// the Preset does not define.
+    Template,
 }
 
 impl Diagnostic {
@@ -52,6 +65,7 @@ impl Diagnostic {
             message: message.into(),
             item_id: None,
             field: None,
+            category: None,
         }
     }
     pub fn error(message: impl Into<String>) -> Self {
@@ -71,6 +85,10 @@ impl Diagnostic {
         self.field = Some(field.into());
         self
     }
+    pub fn with_category(mut self, category: Category) -> Self {
+        self.category = Some(category);
+        self
+    }
     pub fn is_error(&self) -> bool {
         self.level == Level::Error
     }
@@ -78,6 +96,9 @@ impl Diagnostic {
 
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.category == Some(Category::Template) {
+            write!(f, "template ")?;
+        }
         write!(f, "{}", self.level.as_str())?;
         if let Some(item) = &self.item_id {
             write!(f, " [{item}]")?;

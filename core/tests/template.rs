@@ -237,17 +237,18 @@ fn v23_unexpected_else_and_endif() {
 }
 
 #[test]
-fn v23_missing_else_quirk_and_missing_endif() {
-    assert_eq!(parse_err("{% if x %}abc"), "Missing {% else %}");
+fn v23_unclosed_if_reports_the_missing_endif() {
+    // The original said "Missing {% else %}" (spec §8 item 5); an `if` needs no `else`.
+    assert_eq!(parse_err("{% if x %}abc"), "Missing {% endif %}");
     assert_eq!(
         err("{% if x %}abc", &ada()),
-        "forge-v1 parse error: Missing {% else %}"
+        "forge-v1 parse error: Missing {% endif %}"
     );
     assert_eq!(parse_err("{% if x %}a{% else %}b"), "Missing {% endif %}");
     // The innermost open body is reported.
     assert_eq!(
         parse_err("{% if x %}a{% else %}{% if y %}b"),
-        "Missing {% else %}"
+        "Missing {% endif %}"
     );
 }
 
@@ -750,7 +751,7 @@ fn very_deep_templates_parse_without_stack_overflow() {
     assert!(run(&text, &ada()).is_err());
     drop(t);
     let unclosed = "{% if a %}".repeat(200_000);
-    assert_eq!(parse_err(&unclosed), "Missing {% else %}");
+    assert_eq!(parse_err(&unclosed), "Missing {% endif %}");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1399,7 +1400,7 @@ fn analysis_errors_point_at_the_tag() {
     assert_eq!(
         analyze_text("{% if a %}{% endif %}{% if b %}").errors,
         vec![error(
-            "forge-v1 parse error: Missing {% else %}",
+            "forge-v1 parse error: Missing {% endif %}",
             span(21, 31)
         )]
     );

@@ -52,6 +52,44 @@ warning: No enabled chat-history slot found; Pi chat context will be appended at
 }
 
 #[test]
+fn check_reports_template_errors_as_their_own_category() {
+    let ws = Dirs::new();
+    ws.write(
+        ".pi/forge/prompt-stacks/strict.json",
+        r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "strict",
+  "items": [
+    {"kind": "block", "id": "intro", "role": "system", "content": "Review.\n{% if parameters.strict %}Be strict."},
+    {"kind": "slot", "id": "history", "slot": "chat-history"}
+  ]
+}
+"#,
+    );
+    let out = ws.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        ".pi/forge/prompt-stacks/strict.json (project:strict)\n  \
+template error [intro] (items[0].content): Template error in item intro, line 2, column 1: forge-v1 parse error: Missing {% endif %}. The block would be left out of the prompt.\n\
+1 file(s) checked, 1 with diagnostics: 1 error(s), 0 warning(s), 0 info.\n"
+    );
+    let out = ws.run(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["files"][0]["diagnostics"],
+        serde_json::json!([{
+            "level": "error",
+            "message": "Template error in item intro, line 2, column 1: forge-v1 parse error: Missing {% endif %}. The block would be left out of the prompt.",
+            "itemId": "intro",
+            "field": "items[0].content",
+            "category": "template"
+        }])
+    );
+}
+
+#[test]
 fn check_json_report() {
     let ws = Dirs::new();
     ws.write(".pi/forge/prompt-stacks/broken.json", "{not json");

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use forge_core::diag::{Diagnostic, Level};
+use forge_core::stack::template_check::template_diagnostics;
 use forge_core::stack::{parse_stack_value, ParseOptions};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -173,7 +174,10 @@ impl StackEditor {
                 if d.is_null() {
                     return Vec::new();
                 }
-                parse_stack_value(d.clone(), &ParseOptions::new(&file)).diagnostics
+                let parsed = parse_stack_value(d.clone(), &ParseOptions::new(&file));
+                let mut diagnostics = parsed.diagnostics;
+                diagnostics.extend(template_diagnostics(&parsed.stack));
+                diagnostics
             })
         });
         let errors = Memo::new(move |_| {

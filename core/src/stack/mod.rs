@@ -30,6 +30,7 @@ mod parse;
 mod policy;
 mod regex_rules;
 pub mod slot_schema;
+pub mod template_check;
 pub mod templates;
 
 pub use model::{

@@ -273,7 +273,11 @@ pub(crate) fn parse_template(source: &str) -> Result<Template, ParseFailure> {
 
     // An unclosed body points at the `{% if %}` that opened it.
     match frames.last() {
-        Some(frame) if frame.kind == FrameKind::Then => fail("Missing {% else %}", frame.opened_at),
+        // The original said "Missing {% else %}" here, but an `if` needs no `else`: what is
+        // missing is the `endif` (prompt-stacks spec §8, item 5).
+        Some(frame) if frame.kind == FrameKind::Then => {
+            fail("Missing {% endif %}", frame.opened_at)
+        }
         Some(frame) if frame.kind == FrameKind::Else => {
             fail("Missing {% endif %}", frame.opened_at)
         }

@@ -360,6 +360,10 @@ pub fn load(store: &dyn Store, opts: &LoadOptions) -> WorkspaceSnapshot {
         problems,
     };
     resolve::annotate_stack_bindings(&mut snapshot);
+    for entry in &mut snapshot.stacks {
+        let templates = crate::stack::template_check::template_diagnostics(&entry.parsed.stack);
+        entry.diagnostics.extend(templates);
+    }
     resolve::annotate_profile_stacks(&mut snapshot);
     for entry in &mut snapshot.stacks {
         entry.diagnostics = diag::dedupe(std::mem::take(&mut entry.diagnostics));

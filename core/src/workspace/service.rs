@@ -567,8 +567,8 @@ fn id_grammar_error(kind: Kind, id: &str) -> Option<Diagnostic> {
         .then(|| Diagnostic::error(format!("{} id {ID_RULE}.", id_subject(kind))).with_field("id"))
 }
 
-/// Codec diagnostics of a body living in `scope` under `file_name`. Stacks also get the
-/// structural checks of their `capabilities` bindings. An id with surrounding white space (which
+/// Codec diagnostics of a body living in `scope` under `file_name`. Stacks also get their
+/// template analysis and the structural checks of their `capabilities` bindings. An id with surrounding white space (which
 /// the codecs trim, but which the file would keep) is an error too.
 fn codec_diagnostics(kind: Kind, scope: Scope, body: &Value, file_name: &str) -> Vec<Diagnostic> {
     let mut d = match kind {
@@ -576,6 +576,7 @@ fn codec_diagnostics(kind: Kind, scope: Scope, body: &Value, file_name: &str) ->
             let parsed =
                 stack::parse_stack_value(body.clone(), &stack::ParseOptions::new(file_name));
             let mut d = parsed.diagnostics;
+            d.extend(stack::template_check::template_diagnostics(&parsed.stack));
             if let Some(bindings) = body.get("capabilities").filter(|b| b.is_array()) {
                 d.extend(capability::parse_bindings(bindings, scope).1);
             }

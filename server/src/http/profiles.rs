@@ -95,7 +95,21 @@ fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
     let profile = &entry.parsed.profile;
     let mut diagnostics = entry.diagnostics.clone();
     let (stack_key, stack, resolves) = match snapshot.profile_stack(entry) {
-        Ok(Some(stack)) => (Some(stack.key.to_string()), Some(stack), stack.usable()),
+        Ok(Some(stack)) => {
+            // Say why a Preset with errors cannot be applied (a broken template, say), naming
+            // the item, so the preflight failure is not a mystery.
+            if let Some(first) = stack.diagnostics.iter().find(|d| d.is_error()) {
+                let d = Diagnostic::error(format!(
+                    "Preset {} has errors: {}",
+                    stack.key, first.message
+                ))
+                .with_field("promptStack");
+                if !diagnostics.contains(&d) {
+                    diagnostics.push(d);
+                }
+            }
+            (Some(stack.key.to_string()), Some(stack), stack.usable())
+        }
         Ok(None) => (None, None, true),
         Err(e) => {
             let d = Diagnostic::error(e.to_string()).with_field("promptStack");

@@ -1,0 +1,84 @@
+//! The template analysis of a Preset: every enabled block of a forge-v1 (schemaVersion 2) stack
+//! is parsed and analyzed without rendering. A template that does not parse or uses an unknown
+//! filter is an error (the compiler would drop the whole block); a `parameters.*` path the Preset
+//! does not define is a warning (it renders as nothing). Each diagnostic names the item, the line
+//! and the column (1-based, UTF-16 units as the editor counts) and carries
+//! [`Category::Template`], so the file-format diagnostics keep their exact shape.
+
+use crate::diag::{Category, Diagnostic};
+use crate::stack::{PromptStack, SchemaVersion};
+use crate::template::analyze_text;
+
+/// 1-based line and column of the UTF-16 offset `at` in `text`.
+pub fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let (mut line, mut column, mut units) = (1, 1, 0);
+    for c in text.chars() {
+        if units >= at {
+            break;
+        }
+        units += c.len_utf16();
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += c.len_utf16();
+        }
+    }
+    (line, column)
+}
+
+/// The template diagnostics of `stack` (empty for a v1 stack: its blocks are not forge-v1).
+pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
+    if stack.schema_version != SchemaVersion::V2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (index, item) in stack.items.iter().enumerate() {
+        let Some(content) = item.content().filter(|_| item.is_enabled()) else {
+            continue;
+        };
+        let place = |at: usize| {
+            let (line, column) = line_column(content, at);
+            format!("item {}, line {line}, column {column}", item.id)
+        };
+        let field = format!("items[{index}].content");
+        let analysis = analyze_text(content);
+        for error in &analysis.errors {
+            let at = error.span.map_or(0, |s| s.start);
+            out.push(
+                Diagnostic::error(format!(
+                    "Template error in {}: {}. The block would be left out of the prompt.",
+                    place(at),
+                    error.message
+                ))
+                .with_item(item.id.clone())
+                .with_field(field.clone())
+                .with_category(Category::Template),
+            );
+        }
+        for dependency in &analysis.dependencies {
+            let Some(name) = dependency.path.strip_prefix("parameters.") else {
+                continue;
+            };
+            let name = name.split('.').next().unwrap_or(name);
+            let defined = stack
+                .parameters
+                .as_ref()
+                .is_some_and(|p| p.contains_key(name));
+            if defined {
+                continue;
+            }
+            let at = dependency.spans.first().map_or(0, |s| s.start);
+            out.push(
+                Diagnostic::warning(format!(
+                    "Template in {} reads parameters.{name}, which this Preset does not define: it renders as nothing.",
+                    place(at)
+                ))
+                .with_item(item.id.clone())
+                .with_field(field.clone())
+                .with_category(Category::Template),
+            );
+        }
+    }
+    out
+}
