@@ -45,7 +45,7 @@ async fn a_broken_template_is_an_error_that_blocks_save_and_links_to_the_item() 
         )
         .await;
     browser
-        .wait_eq(".diagnostics .summary", "1 error · 1 warning · 0 info")
+        .wait_eq(".diagnostics .summary", "1 error · 0 warnings · 0 info")
         .await;
     assert_eq!(
         browser
@@ -54,10 +54,7 @@ async fn a_broken_template_is_an_error_that_blocks_save_and_links_to_the_item() 
                 vec![]
             )
             .await,
-        json!([
-            UNCLOSED_IF,
-            "Template in item intro, line 2, column 1 reads parameters.strict, which this Preset does not define: it renders as nothing."
-        ])
+        json!([UNCLOSED_IF])
     );
     assert!(!browser.enabled("button.save").await);
     // The link jumps to the item (from another tab).
@@ -77,6 +74,15 @@ async fn a_broken_template_is_an_error_that_blocks_save_and_links_to_the_item() 
     browser
         .wait_eq(".diagnostics .summary", "0 errors · 1 warning · 0 info")
         .await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('.diagnostics .diagnostic .message')].map(e => e.textContent);",
+                vec![]
+            )
+            .await,
+        json!(["Template in item intro, line 2, column 1 reads parameters.strict, which this Preset does not define: it renders as nothing."])
+    );
     assert!(browser.enabled("button.save").await);
     browser.assert_no_errors().await;
     browser.close().await;
@@ -123,7 +129,10 @@ async fn a_saved_broken_template_counts_in_the_list_and_fails_the_profile_prefli
         .await;
     assert_eq!(
         messages,
-        json!([format!("Preset project:strict has errors: {UNCLOSED_IF}")])
+        json!([
+            "Prompt stack project:strict has errors; this profile cannot be applied until they are fixed.",
+            format!("Preset project:strict has errors: {UNCLOSED_IF}")
+        ])
     );
     browser.assert_no_errors().await;
     browser.close().await;
