@@ -28,6 +28,7 @@ pub mod session;
 mod shape;
 pub mod stack;
 pub mod template;
+pub mod undo;
 pub mod workspace;
 
 /// True when `text` is empty after JavaScript `trim()`.

@@ -143,9 +143,10 @@ pub fn Dialogs() -> impl IntoView {
             } => view! {
                 <h2 id="dialog-title">{title}</h2>
                 <p>{body}</p>
+                // A destructive choice never takes the default focus: Enter keeps the work.
                 <div class="row end">
-                    <button class="cancel" on:click=move |_| app.dialog.set(None)>"Cancel"</button>
-                    <button class="primary confirm" class:danger=danger autofocus
+                    <button class="cancel" autofocus=danger on:click=move |_| app.dialog.set(None)>"Cancel"</button>
+                    <button class="primary confirm" class:danger=danger autofocus=!danger
                         on:click=move |_| { app.dialog.set(None); on_confirm(); }>{confirm}</button>
                 </div>
             }

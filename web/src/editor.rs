@@ -146,6 +146,10 @@ fn Editor() -> impl IntoView {
                 <div class="actions" role="toolbar" aria-label="Preset actions">
                     <button class="primary save" disabled=move || !ed.can_save()
                         title="Save (Ctrl+S)" on:click=move |_| state::save_stack(app, None)>"Save"</button>
+                    <button class="undo icon" aria-label="Undo" title="Undo (Ctrl+Z)" disabled=move || !ed.undo.can_undo()
+                        on:click=move |_| { ed.undo.undo(ed.draft); }>"↶"</button>
+                    <button class="redo icon" aria-label="Redo" title="Redo (Ctrl+Shift+Z)" disabled=move || !ed.undo.can_redo()
+                        on:click=move |_| { ed.undo.redo(ed.draft); }>"↷"</button>
                     <button class="validate" on:click=validate disabled=move || unparsable.get()>"Validate"</button>
                     <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
                         on:click=move |_| dock.toggle()>"Preview"</button>

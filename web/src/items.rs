@@ -245,6 +245,13 @@ fn ItemEditor(i: usize) -> impl IntoView {
     });
     let kind = move || kind.get();
     let remove = move |_| {
+        let id = ed
+            .draft
+            .with_untracked(|d| jp::get_str(d, &format!("/items/{i}/id")));
+        app().say(
+            format!("Removed item {id}. Undo (Ctrl+Z) brings it back."),
+            crate::state::Tone::Info,
+        );
         ed.draft.update(|d| {
             if let Some(items) = jp::array_mut(d, "/items") {
                 if i < items.len() {

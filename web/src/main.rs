@@ -24,6 +24,7 @@ mod shell;
 mod stack_tab;
 mod state;
 mod toolpicker;
+mod undo;
 mod widgets;
 
 fn main() {

@@ -70,6 +70,23 @@ pub fn Shell() -> impl IntoView {
                 Surface::Payloads => {}
             }
         }
+        // Ctrl/Cmd+Z undoes a Preset edit, Ctrl/Cmd+Shift+Z or Ctrl+Y redoes it (the draft's own
+        // history, also inside its text fields, so every edit is one history).
+        let key = e.key().to_ascii_lowercase();
+        if (e.ctrl_key() || e.meta_key())
+            && (key == "z" || key == "y")
+            && app.surface.get_untracked() == Surface::Presets
+            && app.dialog.with_untracked(Option::is_none)
+            && app.editor.loaded.with_untracked(Option::is_some)
+        {
+            e.prevent_default();
+            let ed = app.editor;
+            if key == "y" || e.shift_key() {
+                ed.undo.redo(ed.draft);
+            } else {
+                ed.undo.undo(ed.draft);
+            }
+        }
         if e.key() == "Escape" && app.dialog.with_untracked(Option::is_some) {
             app.dialog.set(None);
         }

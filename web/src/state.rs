@@ -138,6 +138,8 @@ pub struct StackEditor {
     /// Text edited in the JSON tab and not applied yet (`None`: the tab shows the draft). It
     /// survives tab switches and saves of the same Preset; opening another Preset asks first.
     pub json_scratch: RwSignal<Option<String>>,
+    /// Undo/redo over every change of the draft.
+    pub undo: crate::undo::Undo,
     /// The newest load (or direct fill) of the editor; an answer to an older one is dropped.
     load_seq: StoredValue<u64>,
     /// The newest load whose answer has arrived (`!= load_seq`: a load is in flight).
@@ -195,6 +197,7 @@ impl StackEditor {
             busy: RwSignal::new(false),
             dirty,
             json_scratch: RwSignal::new(None),
+            undo: crate::undo::Undo::new(draft),
             diagnostics,
             errors,
             load_seq: StoredValue::new(0),
@@ -535,6 +538,7 @@ pub fn close_stack(app: App) {
     let my = ed.next_load();
     ed.load_done.set_value(my);
     ed.loaded.set(None);
+    ed.undo.load();
     ed.draft.set(Value::Null);
     ed.buffers.set(BTreeMap::new());
     ed.json_scratch.set(None);
@@ -582,6 +586,7 @@ fn fill(app: App, view: &Value, keep_item: bool) {
     // Only what changed is set: after a save the draft already equals the file, and setting it
     // again would rebuild the open item's editor and take the focus and caret from the user.
     if ed.draft.with_untracked(|d| *d != stack) {
+        ed.undo.load();
         ed.draft.set(stack);
     }
     if ed.buffers.with_untracked(|b| !b.is_empty()) {
