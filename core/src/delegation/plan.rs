@@ -1,0 +1,320 @@
+//! D7 plan creation and sealing, with the conversation and execution fingerprints of §C3.
+//!
+//! The host's compiled prompt (system prompt and stack messages from compiling the profile's
+//! stack with [`crate::compile`]), the backend's accepted preflight and the ids/time of the
+//! preparation are inputs; the plan is a pure function of them. Fingerprints:
+//! - conversation = `fp({systemPrompt, messages:[{role, content}]})` (portable messages);
+//! - execution = `fp({schemaVersion:1, preparedRunId, backendId, preflightId, intent, preflight,
+//!   promptRuntime, conversation, effectiveTools:[{requestedName, backendToolId,
+//!   backendToolName}], conversationFingerprint})`.
+//!
+//! `intent` is the AgentRequest object as received; `promptRuntime` is `{profileId,
+//! profileFingerprint, promptStackId, promptStackFingerprint, model, thinkingLevel, preparedAt,
+//! promptRuntimeFingerprint}` (the fingerprint covers the object without itself). Because
+//! `preparedRunId` and `preparedAt` are sealed, two preparations never share an execution
+//! fingerprint.
+
+use serde_json::{json, Value};
+
+use super::context::{assemble_messages, budget_context, check_protected_task, portable_messages};
+use super::negotiate::{negotiate, CatalogTool};
+use super::request::AgentRequest;
+use super::snapshot::AgentProfileSnapshot;
+use super::{has_errors, is_opaque_id, ContractDiagnostic as D};
+use crate::canonical::fingerprint;
+use crate::profile::ModelRef;
+use crate::stack::Policy;
+
+/// `promptRuntimeFidelity` of a backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuntimeFidelity {
+    ExactPreflight,
+    BackendAssisted,
+    Partial,
+}
+
+impl RuntimeFidelity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuntimeFidelity::ExactPreflight => "exact-preflight",
+            RuntimeFidelity::BackendAssisted => "backend-assisted",
+            RuntimeFidelity::Partial => "partial",
+        }
+    }
+}
+
+/// The ids and time of one preparation (the runtime draws them; here they are inputs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    /// `prepared:<uuid>`.
+    pub prepared_run_id: String,
+    /// `run:<uuid>`.
+    pub run_id: String,
+    /// ISO-8601 time of the preparation.
+    pub prepared_at: String,
+}
+
+/// Everything a plan is made of.
+#[derive(Clone, Debug)]
+pub struct PlanInput<'a> {
+    pub request: &'a AgentRequest,
+    pub snapshot: &'a AgentProfileSnapshot,
+    pub backend_id: &'a str,
+    pub fidelity: RuntimeFidelity,
+    /// The accepted preflight object, sealed as is.
+    pub preflight: &'a Value,
+    pub preflight_id: &'a str,
+    /// The model the run uses (profile model or per-run override, as the preflight confirmed).
+    pub model: &'a ModelRef,
+    pub thinking_level: &'a str,
+    pub catalog: &'a [CatalogTool],
+    pub stack_policy: Option<&'a Policy>,
+    /// The compiled system prompt (`""` without a stack).
+    pub system_prompt: &'a str,
+    /// The compiled stack messages (none without a stack).
+    pub stack_messages: &'a [Value],
+    pub stamp: &'a Stamp,
+}
+
+/// The §C3 execution-fingerprint object's parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecutionSeal {
+    pub prepared_run_id: String,
+    pub backend_id: String,
+    pub preflight_id: String,
+    pub intent: Value,
+    pub preflight: Value,
+    pub prompt_runtime: Value,
+    pub conversation: Value,
+    /// `(requestedName, backendToolId, backendToolName)`.
+    pub effective_tools: Vec<(String, String, String)>,
+}
+
+impl ExecutionSeal {
+    /// The hashed object (conversation fingerprint included).
+    pub fn to_value(&self) -> Value {
+        json!({
+            "schemaVersion": 1,
+            "preparedRunId": self.prepared_run_id,
+            "backendId": self.backend_id,
+            "preflightId": self.preflight_id,
+            "intent": self.intent,
+            "preflight": self.preflight,
+            "promptRuntime": self.prompt_runtime,
+            "conversation": self.conversation,
+            "effectiveTools": self.effective_tools.iter().map(|(r, i, n)| json!({
+                "requestedName": r, "backendToolId": i, "backendToolName": n,
+            })).collect::<Vec<_>>(),
+            "conversationFingerprint": fingerprint(&self.conversation),
+        })
+    }
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.to_value())
+    }
+}
+
+/// `conversationFingerprint = fp({systemPrompt, messages})` over portable messages.
+pub fn conversation_value(system_prompt: &str, messages: &[Value]) -> Value {
+    json!({"systemPrompt": system_prompt, "messages": portable_messages(messages)})
+}
+
+/// A sealed plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SealedPlan {
+    pub run_id: String,
+    pub request_id: String,
+    pub profile: AgentProfileSnapshot,
+    pub model: ModelRef,
+    pub thinking_level: String,
+    pub system_prompt: String,
+    pub messages: Vec<Value>,
+    pub effective_tool_ids: Vec<String>,
+    pub effective_tool_names: Vec<String>,
+    pub access: Value,
+    pub limits: Value,
+    pub context_budget: Option<Value>,
+    pub result_projection: Value,
+    pub prompt_runtime_fingerprint: String,
+    pub conversation_fingerprint: String,
+    pub execution_fingerprint: String,
+    pub seal: ExecutionSeal,
+    /// Preparation diagnostics (warnings and infos; errors stop the plan).
+    pub diagnostics: Vec<D>,
+}
+
+impl SealedPlan {
+    /// The plan object of §D7.
+    pub fn to_value(&self) -> Value {
+        let mut v = json!({
+            "schemaVersion": 1,
+            "runId": self.run_id,
+            "requestId": self.request_id,
+            "backendId": self.seal.backend_id,
+            "preflightId": self.seal.preflight_id,
+            "preflight": self.seal.preflight,
+            "profile": self.profile.to_value(),
+            "model": self.model.to_value(),
+            "thinkingLevel": self.thinking_level,
+            "systemPrompt": self.system_prompt,
+            "messages": self.messages,
+            "effectiveToolIds": self.effective_tool_ids,
+            "access": self.access,
+            "limits": self.limits,
+            "resultProjection": self.result_projection,
+            "promptRuntimeFingerprint": self.prompt_runtime_fingerprint,
+            "conversationFingerprint": self.conversation_fingerprint,
+            "executionFingerprint": self.execution_fingerprint,
+        });
+        if let (Some(budget), Some(map)) = (&self.context_budget, v.as_object_mut()) {
+            map.insert("contextBudget".into(), budget.clone());
+        }
+        v
+    }
+
+    /// Re-derives both fingerprints and the protected task; any difference is an error.
+    pub fn verify(&self, request: &AgentRequest) -> Vec<D> {
+        let mut diags = Vec::new();
+        if let Some(d) = check_protected_task(&self.messages, &request.text, &request.media) {
+            diags.push(d);
+        }
+        let conversation = conversation_value(&self.system_prompt, &self.messages);
+        if conversation != self.seal.conversation
+            || fingerprint(&conversation) != self.conversation_fingerprint
+        {
+            diags.push(D::error(
+                "fingerprint.invalid",
+                "conversationFingerprint",
+                "The conversation fingerprint does not match the plan's prompt.",
+            ));
+        }
+        if self.seal.fingerprint() != self.execution_fingerprint {
+            diags.push(D::error(
+                "fingerprint.invalid",
+                "executionFingerprint",
+                "The execution fingerprint does not match the sealed plan.",
+            ));
+        }
+        diags
+    }
+}
+
+/// `createAgentExecutionPlan`: checks, negotiates, budgets, assembles and seals. Any error → no
+/// plan.
+pub fn create_plan(input: &PlanInput) -> Result<SealedPlan, Vec<D>> {
+    let req = input.request;
+    let snap = input.snapshot;
+    let mut diags = Vec::new();
+    let stamp = input.stamp;
+    let uuid_ok = |id: &str, prefix: &str| {
+        id.strip_prefix(prefix).is_some_and(|u| !u.is_empty()) && is_opaque_id(id)
+    };
+    if !uuid_ok(&stamp.run_id, "run:") {
+        diags.push(D::error("id.invalid", "runId", "runId must be run:<uuid>."));
+    }
+    if !uuid_ok(&stamp.prepared_run_id, "prepared:") {
+        diags.push(D::error(
+            "id.invalid",
+            "preparedRunId",
+            "preparedRunId must be prepared:<uuid>.",
+        ));
+    }
+    if input.fidelity == RuntimeFidelity::Partial {
+        diags.push(D::error(
+            "plan.partial-runtime",
+            "preflight.promptRuntimeFidelity",
+            "A backend with partial prompt-runtime fidelity cannot plan a run.",
+        ));
+    }
+    if req.profile_id != snap.profile_id.to_string() {
+        diags.push(D::error(
+            "plan.profile-id",
+            "profileId",
+            "The request names another profile than the snapshot.",
+        ));
+    }
+    if let Some(expected) = &req.expected_profile_fingerprint {
+        if *expected != snap.profile_fingerprint {
+            diags.push(D::error(
+                "plan.profile-drift",
+                "expectedProfileFingerprint",
+                "The profile changed since the request was made: prepare it again.",
+            ));
+        }
+    }
+    let policy = snap.prompt_stack.as_ref().and(input.stack_policy);
+    let negotiation = negotiate(input.catalog, policy, &req.access.facts());
+    diags.extend(negotiation.diagnostics.iter().cloned());
+    let (rendered, budget) = match &req.selected_context {
+        None => (String::new(), None),
+        Some(sc) => {
+            let sel = budget_context(&sc.items, sc.max_bytes);
+            diags.extend(sel.diagnostics.iter().cloned());
+            (sel.rendered.clone(), Some(sel.receipt.to_value()))
+        }
+    };
+    let messages = match assemble_messages(&rendered, input.stack_messages, &req.text, &req.media) {
+        Ok(m) => m,
+        Err(errors) => {
+            diags.extend(errors);
+            Vec::new()
+        }
+    };
+    if has_errors(&diags) {
+        return Err(diags);
+    }
+    let mut prompt_runtime = json!({
+        "profileId": snap.profile_id.to_string(),
+        "profileFingerprint": snap.profile_fingerprint,
+        "promptStackId": snap.prompt_stack_id.as_ref().map(ToString::to_string),
+        "promptStackFingerprint": snap.prompt_stack_fingerprint,
+        "model": input.model.to_value(),
+        "thinkingLevel": input.thinking_level,
+        "preparedAt": stamp.prepared_at,
+    });
+    let prompt_runtime_fingerprint = fingerprint(&prompt_runtime);
+    if let Some(map) = prompt_runtime.as_object_mut() {
+        map.insert(
+            "promptRuntimeFingerprint".into(),
+            prompt_runtime_fingerprint.clone().into(),
+        );
+    }
+    let conversation = conversation_value(input.system_prompt, &messages);
+    let conversation_fingerprint = fingerprint(&conversation);
+    let effective_tools = negotiation
+        .effective_tool_ids
+        .iter()
+        .zip(&negotiation.effective_tool_names)
+        .map(|(id, name)| (name.clone(), id.clone(), name.clone()))
+        .collect();
+    let seal = ExecutionSeal {
+        prepared_run_id: stamp.prepared_run_id.clone(),
+        backend_id: input.backend_id.to_string(),
+        preflight_id: input.preflight_id.to_string(),
+        intent: req.value.clone(),
+        preflight: input.preflight.clone(),
+        prompt_runtime,
+        conversation,
+        effective_tools,
+    };
+    let field = |k: &str| req.value.get(k).cloned().unwrap_or(Value::Null);
+    Ok(SealedPlan {
+        run_id: stamp.run_id.clone(),
+        request_id: req.request_id.clone(),
+        profile: snap.clone(),
+        model: input.model.clone(),
+        thinking_level: input.thinking_level.to_string(),
+        system_prompt: input.system_prompt.to_string(),
+        messages,
+        effective_tool_ids: negotiation.effective_tool_ids,
+        effective_tool_names: negotiation.effective_tool_names,
+        access: field("access"),
+        limits: field("limits"),
+        context_budget: budget,
+        result_projection: field("resultProjection"),
+        prompt_runtime_fingerprint,
+        conversation_fingerprint,
+        execution_fingerprint: seal.fingerprint(),
+        seal,
+        diagnostics: diags,
+    })
+}

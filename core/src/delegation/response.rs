@@ -1,0 +1,375 @@
+//! D9 `AgentResponse` status matrix and D10 parent projection / retained-report sanitizer.
+
+use serde_json::{Map, Value};
+
+use super::{has_errors, pos_int, ContractDiagnostic as D};
+
+/// Terminal status of a delegated run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResponseStatus {
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+    LimitReached,
+}
+
+impl ResponseStatus {
+    pub const ALL: [ResponseStatus; 5] = [
+        ResponseStatus::Completed,
+        ResponseStatus::Failed,
+        ResponseStatus::Cancelled,
+        ResponseStatus::TimedOut,
+        ResponseStatus::LimitReached,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseStatus::Completed => "completed",
+            ResponseStatus::Failed => "failed",
+            ResponseStatus::Cancelled => "cancelled",
+            ResponseStatus::TimedOut => "timed-out",
+            ResponseStatus::LimitReached => "limit-reached",
+        }
+    }
+    pub fn parse(text: &str) -> Option<ResponseStatus> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+    /// Fields this status forbids.
+    pub fn forbidden_fields(self) -> &'static [&'static str] {
+        match self {
+            ResponseStatus::Completed => &["error", "reason", "reachedLimit", "enforcedTimeoutMs"],
+            ResponseStatus::Failed => &["reason", "reachedLimit", "enforcedTimeoutMs"],
+            ResponseStatus::Cancelled => &["error", "reachedLimit", "enforcedTimeoutMs"],
+            ResponseStatus::TimedOut => &["error", "reachedLimit"],
+            ResponseStatus::LimitReached => &["error", "reason", "enforcedTimeoutMs"],
+        }
+    }
+    /// The only `output.partial` value allowed when `output` is present.
+    pub fn output_partial(self) -> bool {
+        self != ResponseStatus::Completed
+    }
+}
+
+/// What the plan fixed that a response must agree with.
+#[derive(Clone, Debug, Default)]
+pub struct ResponseExpectation<'a> {
+    pub request_id: &'a str,
+    pub run_id: &'a str,
+    pub backend_id: &'a str,
+    pub execution_fingerprint: &'a str,
+    pub profile_fingerprint: &'a str,
+    /// The plan's timeout receipt, if any.
+    pub timeout_ms: Option<u64>,
+    /// Limit names with a plan receipt.
+    pub limit_receipts: &'a [&'a str],
+}
+
+/// Validates a response object against the status matrix and the plan.
+pub fn validate_response(value: &Value, expect: &ResponseExpectation) -> Vec<D> {
+    let mut diags = Vec::new();
+    let mut err = |code: &str, path: &str, msg: String| diags.push(D::error(code, path, msg));
+    let Some(map) = value.as_object() else {
+        err(
+            "response.status",
+            "",
+            "A response must be an object.".into(),
+        );
+        return diags;
+    };
+    let Some(status) = map
+        .get("status")
+        .and_then(Value::as_str)
+        .and_then(ResponseStatus::parse)
+    else {
+        err(
+            "response.status",
+            "status",
+            "status must be completed, failed, cancelled, timed-out or limit-reached.".into(),
+        );
+        return diags;
+    };
+    for (key, code, want) in [
+        ("requestId", "response.request-id", expect.request_id),
+        ("runId", "response.run-id", expect.run_id),
+        ("backendId", "response.backend-id", expect.backend_id),
+        (
+            "executionFingerprint",
+            "response.execution-fingerprint",
+            expect.execution_fingerprint,
+        ),
+        (
+            "profileFingerprint",
+            "response.profile-fingerprint",
+            expect.profile_fingerprint,
+        ),
+    ] {
+        if map.get(key).and_then(Value::as_str) != Some(want) {
+            err(code, key, format!("{key} does not match the plan."));
+        }
+    }
+    if map.get("durationMs").and_then(super::non_neg_int).is_none() {
+        err(
+            "response.duration",
+            "durationMs",
+            "durationMs must be a non-negative integer.".into(),
+        );
+    }
+    for field in status.forbidden_fields() {
+        if map.contains_key(*field) {
+            err(
+                "response.forbidden-field",
+                field,
+                format!("A {} response may not carry {field}.", status.as_str()),
+            );
+        }
+    }
+    match map.get("output") {
+        None => {}
+        Some(Value::Object(output)) => match output.get("partial") {
+            Some(Value::Bool(p)) if *p == status.output_partial() => {}
+            Some(Value::Bool(true)) => err(
+                "response.completed-partial",
+                "output.partial",
+                "A completed response cannot be partial.".into(),
+            ),
+            Some(_) => err(
+                "response.partial",
+                "output.partial",
+                format!(
+                    "output.partial must be {} for a {} response.",
+                    status.output_partial(),
+                    status.as_str()
+                ),
+            ),
+            None if status == ResponseStatus::Completed => {}
+            None => err(
+                "response.partial",
+                "output.partial",
+                "output.partial must be true when a non-completed response carries output.".into(),
+            ),
+        },
+        Some(_) => err(
+            "response.output",
+            "output",
+            "output must be an object.".into(),
+        ),
+    }
+    match status {
+        ResponseStatus::Completed => {}
+        ResponseStatus::Failed => {
+            let ok = map
+                .get("error")
+                .and_then(Value::as_object)
+                .is_some_and(|e| {
+                    e.get("code").is_some_and(Value::is_string)
+                        && e.get("message").is_some_and(Value::is_string)
+                        && e.get("retryable").is_none_or(Value::is_boolean)
+                });
+            if !ok {
+                err(
+                    "response.failed-error",
+                    "error",
+                    "A failed response needs error {code, message, retryable?}.".into(),
+                );
+            }
+        }
+        ResponseStatus::Cancelled | ResponseStatus::TimedOut => {
+            if map
+                .get("reason")
+                .and_then(Value::as_str)
+                .is_none_or(crate::json_trim_is_empty)
+            {
+                err(
+                    "response.reason",
+                    "reason",
+                    "A cancelled or timed-out response needs a non-blank reason.".into(),
+                );
+            }
+            if status == ResponseStatus::TimedOut {
+                match map.get("enforcedTimeoutMs").and_then(pos_int) {
+                    None => err(
+                        "response.timeout",
+                        "enforcedTimeoutMs",
+                        "A timed-out response needs enforcedTimeoutMs.".into(),
+                    ),
+                    Some(t) if Some(t) != expect.timeout_ms => err(
+                        "response.timeout-receipt",
+                        "enforcedTimeoutMs",
+                        "enforcedTimeoutMs differs from the plan's timeout receipt.".into(),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+        ResponseStatus::LimitReached => match map.get("reachedLimit").and_then(Value::as_str) {
+            Some(l) if super::request::LIMIT_NAMES.contains(&l) && l != "timeoutMs" => {
+                if !expect.limit_receipts.contains(&l) {
+                    err(
+                        "response.limit-receipt-missing",
+                        "reachedLimit",
+                        format!("The plan has no receipt for limit {l}."),
+                    );
+                }
+            }
+            _ => err(
+                "response.reached-limit",
+                "reachedLimit",
+                "reachedLimit must name a limit other than timeoutMs.".into(),
+            ),
+        },
+    }
+    if let Some(usage) = map.get("usage") {
+        diags.extend(validate_usage(usage));
+    }
+    diags
+}
+
+/// Usage checks: token counts non-negative with `total ≥ input + output`; cost
+/// `{amount ≥ 0, currency: /^[A-Z]{3}$/}`.
+pub fn validate_usage(usage: &Value) -> Vec<D> {
+    let mut diags = Vec::new();
+    let count = |k: &str| usage.get(k).and_then(super::non_neg_int);
+    if let (Some(i), Some(o), Some(t)) = (
+        count("inputTokens"),
+        count("outputTokens"),
+        count("totalTokens"),
+    ) {
+        if t < i + o {
+            diags.push(D::error(
+                "usage.token-total",
+                "usage.totalTokens",
+                "totalTokens must be at least inputTokens + outputTokens.",
+            ));
+        }
+    }
+    if let Some(cost) = usage.get("cost") {
+        let amount_ok = cost
+            .get("amount")
+            .and_then(Value::as_f64)
+            .is_some_and(|a| a >= 0.0);
+        let currency_ok = cost
+            .get("currency")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()));
+        if !amount_ok || !currency_ok {
+            diags.push(D::error(
+                "usage.cost",
+                "usage.cost",
+                "cost must be {amount ≥ 0, currency: three capital letters}.",
+            ));
+        }
+    }
+    diags
+}
+
+/// True when a response passes [`validate_response`].
+pub fn is_valid_response(value: &Value, expect: &ResponseExpectation) -> bool {
+    !has_errors(&validate_response(value, expect))
+}
+
+/// Default projection cap (`resultProjection.maxChars`).
+pub const DEFAULT_MAX_CHARS: usize = 12_000;
+
+/// The model-visible tool result: `output.text`, `(no output)`, or `Subagent failed: <error
+/// JSON>`, capped at `max_chars` UTF-16 units with an explicit marker.
+pub fn project_response(response: &Value, max_chars: usize) -> String {
+    let text = if response.get("status").and_then(Value::as_str) == Some("failed") {
+        format!(
+            "Subagent failed: {}",
+            crate::json::to_compact(response.get("error").unwrap_or(&Value::Null))
+        )
+    } else {
+        match response
+            .get("output")
+            .and_then(|o| o.get("text"))
+            .and_then(Value::as_str)
+        {
+            Some(t) if !t.is_empty() => t.to_string(),
+            _ => "(no output)".to_string(),
+        }
+    };
+    cap_chars(&text, max_chars)
+}
+
+fn cap_chars(text: &str, max_chars: usize) -> String {
+    let total = crate::json::utf16_len(text);
+    if total <= max_chars {
+        return text.to_string();
+    }
+    let mut units = 0;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if units + c.len_utf16() > max_chars {
+            break;
+        }
+        units += c.len_utf16();
+        end = i + c.len_utf8();
+    }
+    format!(
+        "{}\n[Subagent output truncated: {max_chars} of {total} characters shown]",
+        &text[..end]
+    )
+}
+
+/// Strings at least this long may be base64-like data.
+pub const BASE64_MIN: usize = 4_096;
+/// Longest retained string (64 KiB).
+pub const MAX_RETAINED_STRING: usize = 65_536;
+
+fn base64_like(text: &str) -> bool {
+    if text.len() >= BASE64_MIN && text.starts_with("data:") && text.contains(";base64,") {
+        return true;
+    }
+    let stripped: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    stripped.len() >= BASE64_MIN
+        && stripped.len() * 100 >= text.len() * 95
+        && stripped
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'=' | b'-'))
+}
+
+/// Sanitizes one retained string (D10).
+pub fn sanitize_string(text: &str) -> String {
+    if base64_like(text) {
+        return format!(
+            "[Base64-like data omitted from retained subagent report: {} encoded bytes]",
+            text.len()
+        );
+    }
+    if text.len() <= MAX_RETAINED_STRING {
+        return text.to_string();
+    }
+    let suffix = format!(
+        "\n[Text truncated in retained subagent report: {} original bytes]",
+        text.len()
+    );
+    let mut end = MAX_RETAINED_STRING - suffix.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{suffix}", &text[..end])
+}
+
+/// Sanitizes a retained message value: every string, and image parts lose `data` (gaining
+/// `dataOmitted:true, encodedBytes`).
+pub fn sanitize_value(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(sanitize_string(s)),
+        Value::Array(a) => Value::Array(a.iter().map(sanitize_value).collect()),
+        Value::Object(m) => {
+            let image = m.get("type").and_then(Value::as_str) == Some("image");
+            let mut out = Map::new();
+            for (k, v) in m {
+                if image && k == "data" {
+                    let n = v.as_str().map_or(0, str::len);
+                    out.insert("dataOmitted".into(), true.into());
+                    out.insert("encodedBytes".into(), n.into());
+                } else {
+                    out.insert(k.clone(), sanitize_value(v));
+                }
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
