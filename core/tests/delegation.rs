@@ -1250,3 +1250,148 @@ proptest! {
         }
     }
 }
+
+// ---- 68–69: access receipts and preflight ----
+
+use forge_core::delegation::preflight::*;
+
+fn receipt() -> Value {
+    json!({
+        "level": "read-only",
+        "mounts": [{"workspaceHandle": "project", "mountId": "m1", "mode": "read-only"}],
+        "workingDirectory": {"mountId": "m1", "path": "."},
+        "network": "allow",
+        "process": false,
+        "executionBoundary": "shared-user",
+        "enforcement": {
+            "readOnlyMountIsolation": false, "readWriteMountIsolation": false,
+            "symlinkSafeContainment": false, "processIsolation": false, "agentNetworkIsolation": false
+        }
+    })
+}
+
+fn descriptor() -> Descriptor {
+    Descriptor {
+        id: DEFAULT_BACKEND.into(),
+        access: vec![],
+        execution_boundaries: vec!["shared-user".into()],
+        limits: vec![(
+            "timeoutMs".into(),
+            vec!["host-abort".into(), "best-effort".into()],
+        )],
+        cancellation: true,
+        media_mime_types: vec![],
+        remote_transport: true,
+        fidelity: RuntimeFidelity::BackendAssisted,
+    }
+}
+
+fn accepted() -> Value {
+    json!({
+        "status": "accepted", "preflightId": "preflight:1", "backend": DEFAULT_BACKEND,
+        "model": {"provider": "test", "id": "model"}, "thinkingLevel": "high",
+        "toolCatalog": [{"id": "pi.read", "name": "read", "effects": ["filesystem-read"]}],
+        "access": receipt(),
+        "limits": {"timeoutMs": {"value": 60000, "enforcement": "best-effort"}},
+        "diagnostics": []
+    })
+}
+
+#[test]
+fn f68_access_receipts() {
+    assert!(validate_access_receipt(&receipt()).is_empty());
+    let mut r = receipt();
+    r["enforcement"]["symlinkSafeContainment"] = json!(true);
+    assert_eq!(
+        codes(&validate_access_receipt(&r)),
+        vec!["access-receipt.shared-user-claim"]
+    );
+    let mut r = receipt();
+    r["executionBoundary"] = json!("isolated");
+    assert_eq!(
+        codes(&validate_access_receipt(&r)),
+        vec!["access-receipt.read-isolation"]
+    );
+    let mut r = receipt();
+    r.as_object_mut().unwrap().remove("executionBoundary");
+    assert_eq!(
+        codes(&validate_access_receipt(&r)),
+        vec!["access-receipt.read-isolation"],
+        "an omitted boundary means legacy isolated"
+    );
+    r["enforcement"]["readOnlyMountIsolation"] = json!(true);
+    r["enforcement"]["symlinkSafeContainment"] = json!(true);
+    assert!(validate_access_receipt(&r).is_empty());
+}
+
+#[test]
+fn f69_preflight_codes() {
+    let d = descriptor();
+    assert!(validate_preflight(&accepted(), &d).is_empty());
+    let rejected = json!({"status": "rejected", "preflightId": "p", "backend": "b",
+        "diagnostics": [{"level": "warning", "code": "x", "message": "m"}]});
+    assert_eq!(
+        codes(&validate_preflight(&rejected, &d)),
+        vec!["preflight.rejection-error"]
+    );
+    let mut a = accepted();
+    a["diagnostics"] = json!([{"level": "error", "code": "x", "message": "m"}]);
+    assert_eq!(
+        codes(&validate_preflight(&a, &d)),
+        vec!["preflight.accepted-error"]
+    );
+
+    let req = decode_request(&request_value()).unwrap();
+    let model = ModelRef::new("test", "model");
+    assert!(check_preflight(&accepted(), &d, &req, &model, "high").is_empty());
+    let mut v = request_value();
+    v["limits"]["timeoutMs"]["enforcement"] = json!("required");
+    let required = decode_request(&v).unwrap();
+    assert_eq!(
+        codes(&check_preflight(&accepted(), &d, &required, &model, "high")),
+        vec!["preflight.limit-enforcement"]
+    );
+    let mut v = request_value();
+    v["remoteEgressConsent"] = json!(false);
+    let no_consent = decode_request(&v).unwrap();
+    assert_eq!(
+        codes(&check_preflight(
+            &accepted(),
+            &d,
+            &no_consent,
+            &model,
+            "high"
+        )),
+        vec!["preflight.egress"]
+    );
+    assert_eq!(
+        codes(&check_preflight(
+            &accepted(),
+            &d,
+            &req,
+            &ModelRef::new("test", "other"),
+            "low"
+        )),
+        vec!["preflight.model-mismatch", "preflight.thinking-mismatch"]
+    );
+    let mut a = accepted();
+    a["limits"]["maxTurns"] = json!({"value": 3, "enforcement": "best-effort"});
+    a["access"]["mounts"][0]["mode"] = json!("read-write");
+    assert_eq!(
+        codes(&check_preflight(&a, &d, &req, &model, "high")),
+        vec!["preflight.mount-mode", "preflight.limit-extra"]
+    );
+    let mut a = accepted();
+    a["toolCatalog"] = json!([
+        {"id": "x", "name": "read", "effects": ["filesystem-read"]},
+        {"id": "x", "name": "read", "effects": ["teleport"]}
+    ]);
+    assert_eq!(
+        codes(&validate_preflight(&a, &d)),
+        vec![
+            "tools.duplicate-id",
+            "tools.duplicate-name",
+            "tools.effects"
+        ]
+    );
+}

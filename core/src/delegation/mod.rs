@@ -5,6 +5,7 @@
 //! - [`config`] — `subagents.json` (authorization, backend, timeout) and the effective settings;
 //! - [`request`] — D2 `AgentRequest` decoding with exact key sets and stable codes;
 //! - [`snapshot`] — D3 `AgentProfileSnapshot` (path-free) and its receiver-side validation;
+//! - [`preflight`] — D4 preflight and access-receipt rules, checks against request and snapshot;
 //! - [`negotiate`] — D5 tool negotiation (backend catalog ∩ stack policy ∩ request access);
 //! - [`context`] — D6 context budgeting, rendering and message assembly (protected final task);
 //! - [`plan`] — D7 plan creation and sealing, conversation and execution fingerprints (§C3);
@@ -21,6 +22,7 @@ pub mod config;
 pub mod context;
 pub mod negotiate;
 pub mod plan;
+pub mod preflight;
 pub mod request;
 pub mod response;
 pub mod result;

@@ -26,9 +26,10 @@ use crate::profile::ModelRef;
 use crate::stack::Policy;
 
 /// `promptRuntimeFidelity` of a backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RuntimeFidelity {
     ExactPreflight,
+    #[default]
     BackendAssisted,
     Partial,
 }
