@@ -1395,3 +1395,66 @@ fn f69_preflight_codes() {
         ]
     );
 }
+
+// ---- host preparation through the prompt compiler ----
+
+#[test]
+fn plan_prompt_comes_from_compiling_the_stack() {
+    use forge_core::compile::MacroRegistry;
+    use forge_core::runtime::Clock;
+    use forge_core::stack::{parse_stack_value, ParseOptions};
+    let parsed = parse_stack_value(
+        json!({"schemaVersion": 1, "id": "worker", "mode": "replace",
+        "tools": {"allow": ["read", "grep"]},
+        "items": [
+            {"kind": "block", "id": "system", "role": "system", "content": "You review code in {{cwd}}."},
+            {"kind": "block", "id": "style", "role": "user", "content": "Be brief."},
+            {"kind": "slot", "id": "history", "slot": "chat-history"}
+        ]}),
+        &ParseOptions::new("worker.json"),
+    );
+    assert!(
+        parsed.diagnostics.iter().all(|d| !d.is_error()),
+        "{:?}",
+        parsed.diagnostics
+    );
+    let macros = MacroRegistry::new();
+    let tools = vec!["read".to_string(), "grep".to_string()];
+    let model = ModelRef::new("test", "model");
+    let prepared = prepare_prompt(&PrepareInput {
+        stack: Some(&parsed.stack),
+        stack_key: Some("project:worker".into()),
+        tool_names: &tools,
+        model: &model,
+        cwd: "/p",
+        clock: Clock::utc(0),
+        macros: &macros,
+    })
+    .unwrap();
+    assert_eq!(prepared.system_prompt, "You review code in /p.");
+    assert_eq!(prepared.stack_messages.len(), 1);
+    let mut f = fixture();
+    f.system_prompt = prepared.system_prompt.clone();
+    f.stack_messages = prepared.stack_messages.clone();
+    let plan = plan_of(&f).unwrap();
+    assert_eq!(plan.system_prompt, "You review code in /p.");
+    assert_eq!(
+        portable_messages(&plan.messages),
+        vec![
+            json!({"role": "user", "content": [{"type": "text", "text": "Be brief."}]}),
+            json!({"role": "user", "content": [{"type": "text", "text": "Review the API design."}]}),
+        ]
+    );
+    let none = prepare_prompt(&PrepareInput {
+        stack: None,
+        stack_key: None,
+        tool_names: &tools,
+        model: &model,
+        cwd: "/p",
+        clock: Clock::utc(0),
+        macros: &macros,
+    })
+    .unwrap();
+    assert_eq!(none.system_prompt, "");
+    assert!(none.stack_messages.is_empty());
+}

@@ -319,3 +319,89 @@ pub fn create_plan(input: &PlanInput) -> Result<SealedPlan, Vec<D>> {
         diagnostics: diags,
     })
 }
+
+/// The host preparation of a plan's prompt: the profile's stack compiled with an empty base
+/// prompt and no parent conversation.
+#[cfg(feature = "regex")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreparedPrompt {
+    pub system_prompt: String,
+    /// The stack's own messages (synthetic `user`/`assistant`/`custom` items), Pi message objects.
+    pub stack_messages: Vec<Value>,
+    /// Compiler warnings and infos (errors stop the preparation with `host.preparation`).
+    pub diagnostics: Vec<crate::diag::Diagnostic>,
+}
+
+/// What the host compiles a delegated prompt with. Time and the working directory are inputs.
+#[cfg(feature = "regex")]
+pub struct PrepareInput<'a> {
+    /// The snapshot's stack (`None` → empty system prompt, no stack messages).
+    pub stack: Option<&'a crate::stack::PromptStack>,
+    pub stack_key: Option<String>,
+    /// The effective tool names (negotiated), which the `tools` slots describe.
+    pub tool_names: &'a [String],
+    pub model: &'a ModelRef,
+    pub cwd: &'a str,
+    pub clock: crate::runtime::Clock,
+    pub macros: &'a crate::compile::MacroRegistry,
+}
+
+/// Compiles the profile's stack for a delegated run (§D1 `prepare`): base system prompt empty,
+/// no parent history, the negotiated tools active. Compiler errors → `host.preparation`.
+#[cfg(feature = "regex")]
+pub fn prepare_prompt(input: &PrepareInput) -> Result<PreparedPrompt, Vec<D>> {
+    use crate::compile::{compile, CompileInput, MessageSource};
+    use crate::runtime::{ModelInfo, RuntimeSnapshot, ToolInfo};
+    let Some(stack) = input.stack else {
+        return Ok(PreparedPrompt {
+            system_prompt: String::new(),
+            stack_messages: Vec::new(),
+            diagnostics: Vec::new(),
+        });
+    };
+    let runtime = RuntimeSnapshot {
+        cwd: input.cwd.to_string(),
+        base_system_prompt: String::new(),
+        tools: input
+            .tool_names
+            .iter()
+            .map(|name| ToolInfo {
+                name: name.clone(),
+                description: None,
+                snippet: None,
+                guidelines: Vec::new(),
+                source: None,
+                active: true,
+            })
+            .collect(),
+        model: Some(ModelInfo {
+            provider: input.model.provider.clone(),
+            id: input.model.id.clone(),
+            ..ModelInfo::default()
+        }),
+        clock: input.clock,
+        ..RuntimeSnapshot::default()
+    };
+    let mut compile_input = CompileInput::new(Some(stack), &runtime, input.macros);
+    compile_input.stack_key = input.stack_key.clone();
+    let compiled = compile(&compile_input);
+    let errors: Vec<D> = compiled
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| D::error("host.preparation", "promptStack", d.message.clone()))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(PreparedPrompt {
+        system_prompt: compiled.system_prompt.clone(),
+        stack_messages: compiled
+            .messages
+            .iter()
+            .filter(|m| matches!(m.source, MessageSource::StackItem { .. }))
+            .map(|m| m.message.clone())
+            .collect(),
+        diagnostics: compiled.diagnostics,
+    })
+}
