@@ -1458,3 +1458,41 @@ fn plan_prompt_comes_from_compiling_the_stack() {
     assert_eq!(none.system_prompt, "");
     assert!(none.stack_messages.is_empty());
 }
+
+#[test]
+fn dependency_scan_finds_custom_slots_and_macros() {
+    use forge_core::stack::{parse_stack_value, ParseOptions};
+    let parsed = parse_stack_value(
+        json!({"schemaVersion": 1, "id": "worker", "mode": "replace",
+        "variables": {"who": "me"},
+        "items": [
+            {"kind": "block", "id": "system", "role": "system",
+             "content": "Built in {{date}} and custom {{ extensions.customMacro }} for {{who}} {{legacyThing}}."},
+            {"kind": "slot", "id": "paint", "slot": "paint-palette"},
+            {"kind": "slot", "id": "tools", "slot": "tools"}
+        ]}),
+        &ParseOptions::new("worker.json"),
+    );
+    let registered = vec![Dependency {
+        kind: "macro".into(),
+        name: "customMacro".into(),
+        source: Some("ext-a".into()),
+    }];
+    let (scan, diags) = scan_dependencies(&parsed.stack, &registered);
+    assert!(diags.is_empty());
+    assert_eq!(scan.registered, registered);
+    assert_eq!(scan.registered[0].identity(), "macro:ext-a:customMacro");
+    assert_eq!(
+        scan.missing,
+        vec![
+            ("macro".to_string(), "legacyThing".to_string()),
+            ("slot".to_string(), "paint-palette".to_string())
+        ]
+    );
+    let (snap, diags) = build_snapshot(&profile(), Scope::Project, &[], StackLookup::NoStack, scan);
+    assert!(snap.is_none());
+    assert_eq!(
+        codes(&diags),
+        vec!["profile.dependency-missing", "profile.dependency-missing"]
+    );
+}

@@ -404,3 +404,101 @@ pub fn validate_snapshot(value: &Value) -> Vec<D> {
 pub fn worst(diags: &[D]) -> Option<Level> {
     diags.iter().map(|d| d.level).min()
 }
+
+/// Template names every stack may use without an extension (§D3).
+pub const BUILTIN_MACROS: [&str; 7] = [
+    "cwd",
+    "date",
+    "time",
+    "lastUserMessage",
+    "selectedTools",
+    "tools",
+    "activeModel",
+];
+
+/// The inner text of every `{{ … }}` tag of `text`, trimmed.
+fn tags(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        out.push(after[..end].trim());
+        rest = &after[end + 2..];
+    }
+    out
+}
+
+/// Scans `stack` for extension dependencies: slot items whose slot is not built-in, and custom
+/// macros its templates reference (`{{ extensions.X }}`, or a legacy bare `{{X}}` that is neither
+/// a stack variable/parameter nor a built-in name). A reference `registered` answers (by kind and
+/// name) becomes a dependency; the others are missing. Forge-v1 (schema 2) template analysis
+/// errors are `prompt-stack.template-analyze` errors. Dependencies are sorted by kind, then name.
+pub fn scan_dependencies(
+    stack: &PromptStack,
+    registered: &[Dependency],
+) -> (DependencyScan, Vec<D>) {
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    let mut diags = Vec::new();
+    let mut want = |kind: &str, name: &str| {
+        let entry = (kind.to_string(), name.to_string());
+        if !wanted.contains(&entry) {
+            wanted.push(entry);
+        }
+    };
+    let known = |name: &str| {
+        BUILTIN_MACROS.contains(&name)
+            || stack.variable(name).is_some()
+            || stack
+                .parameters
+                .as_ref()
+                .is_some_and(|p| p.contains_key(name))
+    };
+    for item in stack.items.iter().filter(|i| i.is_enabled()) {
+        if let Some(slot) = item.slot_name() {
+            if !crate::stack::BUILTIN_SLOTS.contains(&slot) {
+                want("slot", slot);
+            }
+        }
+        let Some(content) = item.content() else {
+            continue;
+        };
+        if stack.schema_version == crate::stack::SchemaVersion::V2 {
+            for e in crate::template::analyze_text(content).errors {
+                diags.push(D::error(
+                    "prompt-stack.template-analyze",
+                    &format!("items.{}", item.id),
+                    e.message,
+                ));
+            }
+        }
+        for tag in tags(content) {
+            let head = tag
+                .split(|c: char| c == '|' || c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            if let Some(name) = head.strip_prefix("extensions.") {
+                if !name.is_empty() {
+                    want("macro", name);
+                }
+            } else if !head.is_empty()
+                && head
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                && !known(head)
+            {
+                want("macro", head);
+            }
+        }
+    }
+    let mut scan = DependencyScan::default();
+    for (kind, name) in wanted {
+        match registered.iter().find(|d| d.kind == kind && d.name == name) {
+            Some(d) => scan.registered.push(d.clone()),
+            None => scan.missing.push((kind, name)),
+        }
+    }
+    scan.registered.sort();
+    scan.missing.sort();
+    (scan, diags)
+}
