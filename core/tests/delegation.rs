@@ -1496,3 +1496,33 @@ fn dependency_scan_finds_custom_slots_and_macros() {
         vec!["profile.dependency-missing", "profile.dependency-missing"]
     );
 }
+
+#[test]
+fn d10_report_rolling_tail() {
+    let mut report = RetainedReport::new();
+    report.push(&json!({"role": "user", "content": "hi"}));
+    assert_eq!(
+        report.retention(),
+        json!({"maxBytes": 524288, "retainedBytes": 30, "truncated": false, "omittedMessages": 0})
+    );
+    // A message over the bound after sanitizing is compacted.
+    let parts: Vec<Value> = (0..10)
+        .map(|i| json!({"type": "text", "text": format!("{i} {}", "Hello, world. ".repeat(4_000))}))
+        .collect();
+    report.push(&json!({"role": "toolResult", "toolName": "read", "toolCallId": "c1", "isError": false, "content": parts}));
+    let last = report.messages().last().copied().unwrap().clone();
+    assert_eq!(last["reportDataOmitted"], json!(true));
+    assert_eq!(last["toolName"], json!("read"));
+    assert!(last["originalBytes"].as_u64().unwrap() > 524_288);
+    assert_eq!(report.retention()["truncated"], json!(true));
+    // Many mid-size messages push the oldest out.
+    let mut report = RetainedReport::new();
+    for i in 0..20 {
+        report.push(&json!({"role": "assistant", "content": format!("{i} {}", "Hello, world. ".repeat(3_000))}));
+    }
+    assert!(report.retained_bytes() <= MAX_REPORT_BYTES);
+    let omitted = report.retention()["omittedMessages"].as_u64().unwrap();
+    assert_eq!(omitted as usize + report.messages().len(), 20);
+    assert!(omitted > 0);
+    assert_eq!(retain_stderr(&"x".repeat(70_000)).len(), MAX_STDERR_BYTES);
+}

@@ -373,3 +373,104 @@ pub fn sanitize_value(value: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// Bound of the retained report's rolling tail (512 KiB of compact JSON).
+pub const MAX_REPORT_BYTES: usize = 524_288;
+
+/// The retained run report: sanitized messages in a rolling tail of at most
+/// [`MAX_REPORT_BYTES`] (compact JSON bytes, summed per message).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RetainedReport {
+    messages: Vec<(Value, usize)>,
+    omitted: usize,
+    truncated: bool,
+}
+
+fn json_len(value: &Value) -> usize {
+    crate::json::to_compact(value).len()
+}
+
+/// The summary an oversized message is compacted to: role, `reportDataOmitted:true`,
+/// `originalBytes`, the tool identity fields, and an assistant's text.
+fn compact_message(message: &Value, original: usize) -> Value {
+    let mut out = Map::new();
+    if let Some(role) = message.get("role") {
+        out.insert("role".into(), role.clone());
+    }
+    out.insert("reportDataOmitted".into(), true.into());
+    out.insert("originalBytes".into(), original.into());
+    for key in ["toolName", "toolCallId", "isError"] {
+        if let Some(v) = message.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if message.get("role").and_then(Value::as_str) == Some("assistant") {
+        let text: Vec<Value> = match message.get("content") {
+            Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        out.insert("content".into(), Value::Array(text));
+    }
+    Value::Object(out)
+}
+
+impl RetainedReport {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sanitizes and appends one message, then drops the oldest while over the bound.
+    pub fn push(&mut self, message: &Value) {
+        let mut sanitized = sanitize_value(message);
+        let mut size = json_len(&sanitized);
+        if size > MAX_REPORT_BYTES {
+            sanitized = compact_message(&sanitized, size);
+            size = json_len(&sanitized);
+            self.truncated = true;
+        }
+        self.messages.push((sanitized, size));
+        while self.retained_bytes() > MAX_REPORT_BYTES && self.messages.len() > 1 {
+            self.messages.remove(0);
+            self.omitted += 1;
+            self.truncated = true;
+        }
+    }
+
+    pub fn retained_bytes(&self) -> usize {
+        self.messages.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn messages(&self) -> Vec<&Value> {
+        self.messages.iter().map(|(m, _)| m).collect()
+    }
+
+    /// `{maxBytes:524288, retainedBytes, truncated, omittedMessages}`.
+    pub fn retention(&self) -> Value {
+        serde_json::json!({
+            "maxBytes": MAX_REPORT_BYTES,
+            "retainedBytes": self.retained_bytes(),
+            "truncated": self.truncated,
+            "omittedMessages": self.omitted,
+        })
+    }
+}
+
+/// Largest retained stderr (64 KiB), cut at a character boundary from the end (the tail is kept).
+pub const MAX_STDERR_BYTES: usize = 65_536;
+
+/// The retained tail of a child's stderr.
+pub fn retain_stderr(stderr: &str) -> &str {
+    if stderr.len() <= MAX_STDERR_BYTES {
+        return stderr;
+    }
+    let mut start = stderr.len() - MAX_STDERR_BYTES;
+    while !stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    &stderr[start..]
+}
