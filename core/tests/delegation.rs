@@ -432,6 +432,8 @@ struct Fixture {
     stack_messages: Vec<Value>,
     stamp: Stamp,
     fidelity: RuntimeFidelity,
+    host_tools: Option<(Vec<String>, Vec<String>)>,
+    context_receipt: Option<Value>,
 }
 
 fn fixture() -> Fixture {
@@ -454,6 +456,8 @@ fn fixture() -> Fixture {
             prepared_at: "2026-12-01T00:00:00.000Z".into(),
         },
         fidelity: RuntimeFidelity::BackendAssisted,
+        host_tools: None,
+        context_receipt: None,
     }
 }
 
@@ -472,6 +476,11 @@ fn plan_of(f: &Fixture) -> Result<SealedPlan, Vec<ContractDiagnostic>> {
         system_prompt: &f.system_prompt,
         stack_messages: &f.stack_messages,
         stamp: &f.stamp,
+        host_tools: f
+            .host_tools
+            .as_ref()
+            .map(|(a, b)| (a.as_slice(), b.as_slice())),
+        context_receipt: f.context_receipt.as_ref(),
     })
 }
 
@@ -1525,4 +1534,31 @@ fn d10_report_rolling_tail() {
     assert_eq!(omitted as usize + report.messages().len(), 20);
     assert!(omitted > 0);
     assert_eq!(retain_stderr(&"x".repeat(70_000)).len(), MAX_STDERR_BYTES);
+}
+
+#[test]
+fn plan_rechecks_host_tools_and_context_receipt() {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut f = fixture();
+    f.host_tools = Some((s(&["pi.read", "pi.grep"]), s(&["read", "grep"])));
+    assert!(plan_of(&f).is_ok());
+    f.host_tools = Some((s(&["pi.read"]), s(&["read"])));
+    assert_eq!(plan_codes(&f), vec!["plan.tool-negotiation"]);
+    let mut f = fixture();
+    f.context_receipt = Some(json!({}));
+    assert_eq!(plan_codes(&f), vec!["plan.context-budget-extra"]);
+    let mut v = request_value();
+    v["selectedContext"] = json!({"maxBytes": 300, "items": [
+        {"id": "a", "kind": "summary", "text": "Parent summary.", "required": true, "provenance": {"source": "parent"}}
+    ]});
+    let mut f = fixture();
+    f.request = decode_request(&v).unwrap();
+    f.context_receipt = Some(
+        json!({"maxBytes": 300, "includedBytes": 216, "includedItemIds": ["a"], "omittedItemIds": []}),
+    );
+    assert!(plan_of(&f).is_ok());
+    f.context_receipt = Some(
+        json!({"maxBytes": 300, "includedBytes": 0, "includedItemIds": [], "omittedItemIds": ["a"]}),
+    );
+    assert_eq!(plan_codes(&f), vec!["plan.context-budget"]);
 }

@@ -75,6 +75,11 @@ pub struct PlanInput<'a> {
     /// The compiled stack messages (none without a stack).
     pub stack_messages: &'a [Value],
     pub stamp: &'a Stamp,
+    /// The host preparation's `(effectiveToolIds, effectiveToolNames)`, when a backend-assisted
+    /// preparation reported them: they must equal the recomputed negotiation.
+    pub host_tools: Option<(&'a [String], &'a [String])>,
+    /// A context-budget receipt reported by the preparation: it must equal the recomputation.
+    pub context_receipt: Option<&'a Value>,
 }
 
 /// The §C3 execution-fingerprint object's parts.
@@ -245,6 +250,17 @@ pub fn create_plan(input: &PlanInput) -> Result<SealedPlan, Vec<D>> {
     let policy = snap.prompt_stack.as_ref().and(input.stack_policy);
     let negotiation = negotiate(input.catalog, policy, &req.access.facts());
     diags.extend(negotiation.diagnostics.iter().cloned());
+    if let Some((ids, names)) = input.host_tools {
+        if ids != negotiation.effective_tool_ids.as_slice()
+            || names != negotiation.effective_tool_names.as_slice()
+        {
+            diags.push(D::error(
+                "plan.tool-negotiation",
+                "effectiveToolIds",
+                "The prepared tools differ from the recomputed tool negotiation.",
+            ));
+        }
+    }
     let (rendered, budget) = match &req.selected_context {
         None => (String::new(), None),
         Some(sc) => {
@@ -253,6 +269,19 @@ pub fn create_plan(input: &PlanInput) -> Result<SealedPlan, Vec<D>> {
             (sel.rendered.clone(), Some(sel.receipt.to_value()))
         }
     };
+    match (input.context_receipt, &budget) {
+        (Some(_), None) => diags.push(D::error(
+            "plan.context-budget-extra",
+            "contextBudget",
+            "A context budget receipt was given for a request without selected context.",
+        )),
+        (Some(given), Some(recomputed)) if given != recomputed => diags.push(D::error(
+            "plan.context-budget",
+            "contextBudget",
+            "The context budget receipt differs from the deterministic recomputation.",
+        )),
+        _ => {}
+    }
     let messages = match assemble_messages(&rendered, input.stack_messages, &req.text, &req.media) {
         Ok(m) => m,
         Err(errors) => {
