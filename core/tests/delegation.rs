@@ -1562,3 +1562,51 @@ fn plan_rechecks_host_tools_and_context_receipt() {
     );
     assert_eq!(plan_codes(&f), vec!["plan.context-budget"]);
 }
+
+// ---- E1: subagent_run ----
+
+#[test]
+fn e1_run_args() {
+    use forge_core::delegation::run::*;
+    let args =
+        decode_run_args(&json!({"name": "Audit the parser", "prompt": "Find bugs."})).unwrap();
+    assert_eq!(args.max_turns, 24);
+    assert_eq!(args.max_tool_calls, 120);
+    assert_eq!(args.timeout_seconds, 1200);
+    assert_eq!(args.auto_deliver, AutoDeliver::Never);
+    assert_eq!(args.extension_mode, ExtensionMode::Isolated);
+    assert!(args.notify_on_completion && args.trigger_on_completion);
+    assert_eq!(args.route, None);
+    for bad in [
+        json!({"name": "One", "prompt": "x"}),
+        json!({"name": "a b c d e f g", "prompt": "x"}),
+        json!({"name": "Two words", "prompt": "  "}),
+        json!({"name": "Two words", "prompt": "x", "capability": "write"}),
+        json!({"name": "Two words", "prompt": "x", "maxTurns": 25}),
+        json!({"name": "Two words", "prompt": "x", "extra": 1}),
+        json!({"name": "Two words", "prompt": "x", "route": {"provider": "p"}}),
+    ] {
+        assert_eq!(
+            decode_run_args(&bad).unwrap_err().code,
+            FailureCode::InvalidArguments,
+            "{bad}"
+        );
+    }
+    let parent = Route::new("p", "m");
+    let known = |_: &Route| RouteStatus::Known;
+    assert_eq!(pin_route(None, Some(&parent), known).unwrap(), parent);
+    let other = Route::new("q", "n");
+    assert_eq!(
+        pin_route(Some(&other), Some(&parent), known).unwrap(),
+        other
+    );
+    assert_eq!(
+        pin_route(Some(&other), Some(&parent), |_| RouteStatus::Unknown)
+            .unwrap_err()
+            .code,
+        FailureCode::RouteUnresolved
+    );
+    let err = pin_route(Some(&other), None, |_| RouteStatus::UnknownCapacity).unwrap_err();
+    assert_eq!(err.code, FailureCode::RouteCapacityUnknown);
+    assert!(!err.child_created);
+}

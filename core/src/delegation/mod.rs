@@ -11,6 +11,7 @@
 //! - [`plan`] — D7 plan creation and sealing, conversation and execution fingerprints (§C3);
 //! - [`approval`] — D8 authorization decision, approval receipt and the stale-approval check;
 //! - [`response`] — D9 `AgentResponse` status matrix and D10 parent projection / report sanitizer;
+//! - [`run`] — E1 `subagent_run` arguments (closed schema) and the route pin;
 //! - [`result`] — E2 result package (blocks, per-block and aggregate SHA-256), verification and the
 //!   E3 failure taxonomy.
 //!
@@ -26,6 +27,7 @@ pub mod preflight;
 pub mod request;
 pub mod response;
 pub mod result;
+pub mod run;
 pub mod snapshot;
 
 use serde_json::{Map, Value};
