@@ -627,6 +627,7 @@ fn response_codes(v: &Value) -> Vec<String> {
         profile_fingerprint: "pf",
         timeout_ms: Some(60_000),
         limit_receipts: &["maxTurns"],
+        ..ResponseExpectation::default()
     };
     validate_response(v, &e)
         .into_iter()
@@ -1609,4 +1610,52 @@ fn e1_run_args() {
     let err = pin_route(Some(&other), None, |_| RouteStatus::UnknownCapacity).unwrap_err();
     assert_eq!(err.code, FailureCode::RouteCapacityUnknown);
     assert!(!err.child_created);
+}
+
+#[test]
+fn response_model_tools_artifacts_trace() {
+    let model = ModelRef::new("p", "m");
+    let ids: Vec<String> = vec![];
+    let e = ResponseExpectation {
+        request_id: "request:1",
+        run_id: "run:1",
+        backend_id: "b",
+        execution_fingerprint: "ef",
+        profile_fingerprint: "pf",
+        model: Some(&model),
+        effective_tool_ids: Some(&ids),
+        ..ResponseExpectation::default()
+    };
+    let check = |v: &Value| {
+        validate_response(v, &e)
+            .into_iter()
+            .map(|d| d.code)
+            .collect::<Vec<_>>()
+    };
+    assert!(check(&response("completed")).is_empty());
+    let mut v = response("completed");
+    v["model"]["id"] = json!("other");
+    v["effectiveToolIds"] = json!(["pi.read"]);
+    assert_eq!(
+        check(&v),
+        vec!["response.model-mismatch", "response.tools-mismatch"]
+    );
+    let mut v = response("completed");
+    v["artifacts"] = json!([{"id": "a1", "workspaceNamespace": "ns", "path": "out.txt", "authorization": "read", "lifetime": "run", "cleanup": "host"}]);
+    v["trace"] = json!({"handle": "t", "backendId": "b", "authorizationScope": "run"});
+    assert_eq!(
+        check(&v),
+        vec!["response.artifact-capability", "response.trace-capability"]
+    );
+    let e2 = ResponseExpectation {
+        trace_inspection: true,
+        artifact_retention: true,
+        ..e.clone()
+    };
+    assert!(validate_response(&v, &e2).is_empty());
+    v["artifacts"][0]["path"] = json!("../x");
+    assert_eq!(
+        codes(&validate_response(&v, &e2)),
+        vec!["response.artifact-capability"]
+    );
 }

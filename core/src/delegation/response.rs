@@ -62,6 +62,13 @@ pub struct ResponseExpectation<'a> {
     pub timeout_ms: Option<u64>,
     /// Limit names with a plan receipt.
     pub limit_receipts: &'a [&'a str],
+    /// The plan's model (`None` = not checked).
+    pub model: Option<&'a crate::profile::ModelRef>,
+    /// The plan's effective tool ids (`None` = not checked).
+    pub effective_tool_ids: Option<&'a [String]>,
+    /// The backend advertises trace inspection / artifact retention.
+    pub trace_inspection: bool,
+    pub artifact_retention: bool,
 }
 
 /// Validates a response object against the status matrix and the plan.
@@ -218,10 +225,100 @@ pub fn validate_response(value: &Value, expect: &ResponseExpectation) -> Vec<D> 
             ),
         },
     }
+    if let Some(model) = expect.model {
+        let m = map.get("model");
+        if m.and_then(|m| m.get("provider")).and_then(Value::as_str)
+            != Some(model.provider.as_str())
+            || m.and_then(|m| m.get("id")).and_then(Value::as_str) != Some(model.id.as_str())
+        {
+            err(
+                "response.model-mismatch",
+                "model",
+                "The response model differs from the plan.".into(),
+            );
+        }
+    }
+    if let Some(ids) = expect.effective_tool_ids {
+        let got: Option<Vec<&str>> = map
+            .get("effectiveToolIds")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect());
+        if got.as_deref()
+            != Some(
+                ids.iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .as_slice(),
+            )
+        {
+            err(
+                "response.tools-mismatch",
+                "effectiveToolIds",
+                "The response tools differ from the plan.".into(),
+            );
+        }
+    }
+    match map.get("artifacts").and_then(Value::as_array) {
+        None => err(
+            "response.artifact-capability",
+            "artifacts",
+            "artifacts must be an array.".into(),
+        ),
+        Some(list) => {
+            if !list.is_empty() && !expect.artifact_retention {
+                err(
+                    "response.artifact-capability",
+                    "artifacts",
+                    "The backend does not advertise artifact retention.".into(),
+                );
+            }
+            for (i, a) in list.iter().enumerate() {
+                if !valid_artifact(a) {
+                    err("response.artifact-capability", &format!("artifacts[{i}]"), "An artifact needs {id, workspaceNamespace, path (safe relative), authorization read|write, lifetime run|session|persistent, cleanup backend|host|user}.".into());
+                }
+            }
+        }
+    }
+    if let Some(trace) = map.get("trace") {
+        let ok = expect.trace_inspection
+            && trace.get("handle").is_some_and(Value::is_string)
+            && trace.get("backendId").and_then(Value::as_str) == Some(expect.backend_id)
+            && trace
+                .get("authorizationScope")
+                .is_some_and(Value::is_string)
+            && trace.get("expiresAt").is_none_or(Value::is_string);
+        if !ok {
+            err(
+                "response.trace-capability",
+                "trace",
+                "The trace is unadvertised or malformed.".into(),
+            );
+        }
+    }
     if let Some(usage) = map.get("usage") {
         diags.extend(validate_usage(usage));
     }
     diags
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`.
+fn is_namespace(text: &str) -> bool {
+    let b = text.as_bytes();
+    !b.is_empty()
+        && b.len() <= 128
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+fn valid_artifact(a: &Value) -> bool {
+    let s = |k: &str| a.get(k).and_then(Value::as_str);
+    s("id").is_some_and(super::is_opaque_id)
+        && s("workspaceNamespace").is_some_and(is_namespace)
+        && s("path").is_some_and(|p| super::is_safe_relative_path(p, false))
+        && matches!(s("authorization"), Some("read" | "write"))
+        && matches!(s("lifetime"), Some("run" | "session" | "persistent"))
+        && matches!(s("cleanup"), Some("backend" | "host" | "user"))
 }
 
 /// Usage checks: token counts non-negative with `total ≥ input + output`; cost
