@@ -1236,6 +1236,17 @@ proptest! {
         let base = plan_of(&fixture()).unwrap();
         let mut f = fixture();
         f.stamp.run_id = format!("run:{tweak}");
+        prop_assert_eq!(&plan_of(&f).unwrap().execution_fingerprint, &base.execution_fingerprint);
+        // Key order of the received request is not an input: the intent is hashed canonically.
+        let mut f = fixture();
+        let reversed: serde_json::Map<String, Value> = request_value()
+            .as_object()
+            .unwrap()
+            .iter()
+            .rev()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        f.request = decode_request(&Value::Object(reversed)).unwrap();
         prop_assert_eq!(plan_of(&f).unwrap().execution_fingerprint, base.execution_fingerprint);
     }
 
@@ -1658,4 +1669,33 @@ fn response_model_tools_artifacts_trace() {
         codes(&validate_response(&v, &e2)),
         vec!["response.artifact-capability"]
     );
+}
+
+#[test]
+fn foreground_request_decodes_and_receipts() {
+    let snap = snapshot();
+    let v = foreground_request(
+        "request:abc",
+        "project:worker",
+        &snap.profile_fingerprint,
+        "Review it.",
+        60_000,
+        Some("session-1"),
+    );
+    let r = decode_request(&v).unwrap();
+    assert_eq!(r.access.execution_boundary, Boundary::SharedUser);
+    assert_eq!(r.parent.session_id.as_deref(), Some("session-1"));
+    assert_eq!(
+        r.expected_profile_fingerprint.as_deref(),
+        Some(snap.profile_fingerprint.as_str())
+    );
+    assert_eq!(
+        ApprovalReceipt::unattended("fp", "t").to_value(),
+        json!({"required": false, "approved": true, "viewedFullPrompt": false, "source": "trusted-project-config", "executionFingerprint": "fp", "approvedAt": "t"})
+    );
+    assert_eq!(
+        ApprovalReceipt::rejected(true).to_value(),
+        json!({"required": true, "approved": false, "viewedFullPrompt": true, "source": "none"})
+    );
+    assert!(ApprovalReceipt::human("fp", "t", false).approved);
 }

@@ -164,6 +164,40 @@ pub struct ApprovalReceipt {
 }
 
 impl ApprovalReceipt {
+    /// A human approved this preparation.
+    pub fn human(execution_fingerprint: &str, approved_at: &str, viewed_full_prompt: bool) -> Self {
+        ApprovalReceipt {
+            required: true,
+            approved: true,
+            viewed_full_prompt,
+            source: ApprovalSource::Human,
+            execution_fingerprint: Some(execution_fingerprint.to_string()),
+            approved_at: Some(approved_at.to_string()),
+        }
+    }
+    /// Unattended mode: approved by the trusted project's config, prompt not shown.
+    pub fn unattended(execution_fingerprint: &str, approved_at: &str) -> Self {
+        ApprovalReceipt {
+            required: false,
+            approved: true,
+            viewed_full_prompt: false,
+            source: ApprovalSource::TrustedProjectConfig,
+            execution_fingerprint: Some(execution_fingerprint.to_string()),
+            approved_at: Some(approved_at.to_string()),
+        }
+    }
+    /// Rejected (or aborted, or no UI): nothing is approved.
+    pub fn rejected(viewed_full_prompt: bool) -> Self {
+        ApprovalReceipt {
+            required: true,
+            approved: false,
+            viewed_full_prompt,
+            source: ApprovalSource::None,
+            execution_fingerprint: None,
+            approved_at: None,
+        }
+    }
+
     pub fn to_value(&self) -> Value {
         let mut v = json!({
             "required": self.required,
@@ -206,6 +240,9 @@ pub fn check_approval(approved: &str, current: &str) -> Result<(), StaleApproval
         })
     }
 }
+
+/// The `cancelled` reason of a rejected approval.
+pub const REJECTED_REASON: &str = "Subagent run rejected by the human before provider transport.";
 
 /// The compact review of §D8 (one line per field; `[DECIDE]` extras included).
 pub fn approval_summary(plan: &SealedPlan, task: &str, backend: &str) -> String {

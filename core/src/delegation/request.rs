@@ -668,3 +668,39 @@ fn decode_access(c: &mut Ctx, value: Option<&Value>) -> Option<Access> {
         allow_process,
     })
 }
+
+/// The request the shipped foreground path sends [REF]: text-only input, read-only access to the
+/// `project` workspace at `.`, network allowed, shared-user boundary, a best-effort timeout,
+/// `resultProjection.maxChars = 12000`, `parent {sessionId, depth:0, maxDepth:1}` and egress
+/// consent. `profile_key` is canonical (`project:<id>` for bare input); ids are inputs.
+pub fn foreground_request(
+    request_id: &str,
+    profile_key: &str,
+    profile_fingerprint: &str,
+    task: &str,
+    timeout_ms: u64,
+    session_id: Option<&str>,
+) -> Value {
+    let mut parent = serde_json::json!({"depth": 0, "maxDepth": 1});
+    if let (Some(id), Some(map)) = (session_id, parent.as_object_mut()) {
+        map.insert("sessionId".into(), id.into());
+    }
+    serde_json::json!({
+        "schemaVersion": 1,
+        "requestId": request_id,
+        "profileId": profile_key,
+        "expectedProfileFingerprint": profile_fingerprint,
+        "input": {"text": task},
+        "access": {
+            "level": "read-only",
+            "workspaces": [{"handle": "project", "mode": "read-only"}],
+            "workingDirectory": {"workspaceHandle": "project", "path": "."},
+            "network": "allow",
+            "executionBoundary": "shared-user"
+        },
+        "limits": {"timeoutMs": {"value": timeout_ms, "enforcement": "best-effort"}},
+        "resultProjection": {"maxChars": 12000},
+        "parent": parent,
+        "remoteEgressConsent": true
+    })
+}
