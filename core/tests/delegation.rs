@@ -1699,3 +1699,36 @@ fn foreground_request_decodes_and_receipts() {
     );
     assert!(ApprovalReceipt::human("fp", "t", false).approved);
 }
+
+#[test]
+fn plan_value_validation() {
+    let mut f = fixture();
+    f.preflight = json!({
+        "status": "accepted", "preflightId": "preflight:1", "backend": "pi-subprocess-readonly",
+        "model": {"provider": "test", "id": "model"}, "thinkingLevel": "high",
+        "toolCatalog": [{"id": "pi.read", "name": "read", "effects": ["filesystem-read"]},
+                        {"id": "pi.grep", "name": "grep", "effects": ["filesystem-read"]}]
+    });
+    let plan = plan_of(&f).unwrap();
+    let v = plan.to_value();
+    assert!(validate_plan_value(&v, &f.request, &f.preflight).is_empty());
+    let mut bad = v.clone();
+    bad["thinkingLevel"] = json!("low");
+    bad["effectiveToolIds"] = json!(["pi.bash"]);
+    bad["messages"][0]["role"] = json!("system");
+    assert_eq!(
+        codes(&validate_plan_value(&bad, &f.request, &f.preflight)),
+        vec![
+            "plan.thinking-receipt",
+            "plan.tool-receipt",
+            "plan.message-role",
+            "fingerprint.invalid"
+        ]
+    );
+    let mut bad = v.clone();
+    bad["messages"][1]["content"][0]["text"] = json!("Something else.");
+    assert_eq!(
+        codes(&validate_plan_value(&bad, &f.request, &f.preflight)),
+        vec!["plan.protected-task", "fingerprint.invalid"]
+    );
+}

@@ -434,3 +434,136 @@ pub fn prepare_prompt(input: &PrepareInput) -> Result<PreparedPrompt, Vec<D>> {
         diagnostics: compiled.diagnostics,
     })
 }
+
+/// Receiver-side validation of a plan object against the request and the accepted preflight
+/// (§D7 plan validation codes), plus both fingerprints recomputed from the plan's own fields
+/// where they are self-contained (the conversation fingerprint).
+pub fn validate_plan_value(plan: &Value, request: &AgentRequest, preflight: &Value) -> Vec<D> {
+    let mut out = Vec::new();
+    let mut err = |code: &str, path: &str, msg: &str| out.push(D::error(code, path, msg));
+    let get = |k: &str| plan.get(k).unwrap_or(&Value::Null);
+    if plan.get("schemaVersion").and_then(Value::as_u64) != Some(1) {
+        err(
+            "plan.schema-version",
+            "schemaVersion",
+            "schemaVersion must be 1.",
+        );
+    }
+    if !get("runId").as_str().is_some_and(is_opaque_id) {
+        err("id.invalid", "runId", "runId must be an opaque id.");
+    }
+    if get("requestId").as_str() != Some(request.request_id.as_str()) {
+        err(
+            "plan.request-id",
+            "requestId",
+            "The plan names another request.",
+        );
+    }
+    if get("preflightId") != preflight.get("preflightId").unwrap_or(&Value::Null) {
+        err(
+            "plan.preflight-id",
+            "preflightId",
+            "The plan names another preflight.",
+        );
+    }
+    if get("backendId") != preflight.get("backend").unwrap_or(&Value::Null) {
+        err(
+            "plan.backend-id",
+            "backendId",
+            "The plan names another backend than the preflight.",
+        );
+    }
+    if get("model") != preflight.get("model").unwrap_or(&Value::Null) {
+        err(
+            "plan.model-receipt",
+            "model",
+            "The plan model differs from the preflight receipt.",
+        );
+    }
+    if get("thinkingLevel") != preflight.get("thinkingLevel").unwrap_or(&Value::Null) {
+        err(
+            "plan.thinking-receipt",
+            "thinkingLevel",
+            "The plan thinking level differs from the preflight receipt.",
+        );
+    }
+    if get("resultProjection")
+        != request
+            .value
+            .get("resultProjection")
+            .unwrap_or(&Value::Null)
+    {
+        err(
+            "plan.result-projection-mismatch",
+            "resultProjection",
+            "The plan's result projection differs from the request.",
+        );
+    }
+    let catalog: Vec<&str> = preflight
+        .get("toolCatalog")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|t| t.get("id").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    for id in get("effectiveToolIds").as_array().into_iter().flatten() {
+        if !id.as_str().is_some_and(|id| catalog.contains(&id)) {
+            err(
+                "plan.tool-receipt",
+                "effectiveToolIds",
+                "An effective tool is not in the preflight catalog.",
+            );
+        }
+    }
+    let messages = get("messages").as_array().cloned().unwrap_or_default();
+    for (i, m) in messages.iter().enumerate() {
+        let path = format!("messages[{i}]");
+        if !matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("user" | "assistant" | "custom")
+        ) {
+            err(
+                "plan.message-role",
+                &path,
+                "A plan message role must be user, assistant or custom.",
+            );
+        }
+        match m.get("content").and_then(Value::as_array) {
+            Some(parts) if !parts.is_empty() => {
+                for p in parts {
+                    if !matches!(
+                        p.get("type").and_then(Value::as_str),
+                        Some("text" | "media")
+                    ) {
+                        err(
+                            "plan.content-type",
+                            &path,
+                            "A content part must be text or media.",
+                        );
+                    }
+                }
+            }
+            _ => err(
+                "plan.message-content",
+                &path,
+                "Message content must be a non-empty array.",
+            ),
+        }
+    }
+    if let Some(d) = check_protected_task(&messages, &request.text, &request.media) {
+        out.push(d);
+    }
+    let system_prompt = get("systemPrompt").as_str().unwrap_or("");
+    if get("conversationFingerprint").as_str()
+        != Some(fingerprint(&conversation_value(system_prompt, &messages)).as_str())
+    {
+        out.push(D::error(
+            "fingerprint.invalid",
+            "conversationFingerprint",
+            "The conversation fingerprint does not match the plan's prompt.",
+        ));
+    }
+    out
+}
