@@ -1732,3 +1732,62 @@ fn plan_value_validation() {
         vec!["plan.protected-task", "fingerprint.invalid"]
     );
 }
+
+#[test]
+fn run_phases_progress_and_failed_responses() {
+    use RunPhase::*;
+    assert!(Preparing.can_move_to(AwaitingApproval));
+    assert!(AwaitingApproval.can_move_to(Done(ResponseStatus::Cancelled)));
+    assert!(!Running.can_move_to(Prepared));
+    assert!(!Done(ResponseStatus::Completed).can_move_to(Running));
+    assert_eq!(Done(ResponseStatus::TimedOut).as_str(), "timed-out");
+    let mut log = ProgressLog::default();
+    for i in 0..105 {
+        log.push("message", &format!("m{i}"), None);
+    }
+    assert_eq!(log.events().len(), 100);
+    assert_eq!(log.events()[0]["message"], json!("m5"));
+    let common = ResponseCommon {
+        request_id: "request:1".into(),
+        run_id: "run:1".into(),
+        backend_id: "b".into(),
+        profile_fingerprint: "pf".into(),
+        execution_fingerprint: "ef".into(),
+        model: ModelRef::new("p", "m"),
+        effective_tool_ids: vec![],
+        duration_ms: 7,
+    };
+    let v = failed_response(
+        &common,
+        "execution.internal",
+        "The child settled without a result.",
+    );
+    assert!(response_codes(&v).is_empty());
+    assert_eq!(
+        project_response(&v, 1000),
+        r#"Subagent failed: {"code":"execution.internal","message":"The child settled without a result.","retryable":false}"#
+    );
+}
+
+#[test]
+fn tool_description_summary_ready_first_and_bounded() {
+    let entry = |id: &str, ready: bool| SummaryEntry {
+        key: ResourceKey::new(Scope::Project, id),
+        description: Some(format!("Does {id}.")),
+        ready,
+    };
+    let text = tool_description_summary(&[entry("a", false), entry("b", true)]);
+    assert_eq!(text, "- project:b: Does b.\n- project:a (not ready)");
+    let many: Vec<SummaryEntry> = (0..10).map(|i| entry(&format!("p{i}"), true)).collect();
+    let text = tool_description_summary(&many);
+    assert_eq!(text.lines().count(), 9);
+    assert!(text.ends_with("- … and 2 more"));
+    let long: Vec<SummaryEntry> = (0..8)
+        .map(|i| SummaryEntry {
+            key: ResourceKey::new(Scope::Global, format!("p{i}")),
+            description: Some("x".repeat(300)),
+            ready: true,
+        })
+        .collect();
+    assert!(tool_description_summary(&long).chars().count() <= SUMMARY_MAX_CHARS);
+}

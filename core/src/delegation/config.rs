@@ -308,3 +308,48 @@ pub fn profile_settings(
         unattended,
     }
 }
+
+/// Most profiles named in the tool description summary.
+pub const SUMMARY_MAX_PROFILES: usize = 8;
+/// Longest tool description summary (characters).
+pub const SUMMARY_MAX_CHARS: usize = 1_000;
+
+/// One enabled profile as the summary sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryEntry {
+    pub key: ResourceKey,
+    pub description: Option<String>,
+    /// Usable and resolvable now.
+    pub ready: bool,
+}
+
+/// The `summaryInToolDescription` text: ready profiles first (then the others), at most 8, one
+/// line each (`- scope:id: description` or `- scope:id (not ready)`), whole lines only, at most
+/// 1,000 characters; an ellipsis line says how many were left out.
+pub fn tool_description_summary(entries: &[SummaryEntry]) -> String {
+    let mut sorted: Vec<&SummaryEntry> = entries.iter().filter(|e| e.ready).collect();
+    sorted.extend(entries.iter().filter(|e| !e.ready));
+    let mut lines: Vec<String> = Vec::new();
+    let mut used = 0;
+    for e in &sorted {
+        if lines.len() == SUMMARY_MAX_PROFILES {
+            break;
+        }
+        let line = match (&e.description, e.ready) {
+            (_, false) => format!("- {} (not ready)", e.key),
+            (Some(d), true) => format!("- {}: {d}", e.key),
+            (None, true) => format!("- {}", e.key),
+        };
+        let cost = line.chars().count() + usize::from(!lines.is_empty());
+        if used + cost > SUMMARY_MAX_CHARS - 32 {
+            break;
+        }
+        used += cost;
+        lines.push(line);
+    }
+    let left = sorted.len() - lines.len();
+    if left > 0 {
+        lines.push(format!("- … and {left} more"));
+    }
+    lines.join("\n")
+}

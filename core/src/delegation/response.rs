@@ -571,3 +571,99 @@ pub fn retain_stderr(stderr: &str) -> &str {
     }
     &stderr[start..]
 }
+
+/// Tool-details status of a delegated run: `preparing → prepared|awaiting-approval → running →
+/// completed|failed|cancelled|timed-out|limit-reached`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunPhase {
+    Preparing,
+    Prepared,
+    AwaitingApproval,
+    Running,
+    Done(ResponseStatus),
+}
+
+impl RunPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunPhase::Preparing => "preparing",
+            RunPhase::Prepared => "prepared",
+            RunPhase::AwaitingApproval => "awaiting-approval",
+            RunPhase::Running => "running",
+            RunPhase::Done(status) => status.as_str(),
+        }
+    }
+    /// Whether `next` may follow `self`.
+    pub fn can_move_to(self, next: RunPhase) -> bool {
+        use RunPhase::*;
+        matches!(
+            (self, next),
+            (Preparing, Prepared | AwaitingApproval | Done(_))
+                | (Prepared | AwaitingApproval, Running | Done(_))
+                | (Running, Done(_))
+        )
+    }
+}
+
+/// Progress events kept per run.
+pub const MAX_PROGRESS_EVENTS: usize = 100;
+
+/// The last [`MAX_PROGRESS_EVENTS`] progress events `{phase, message, details?}` (phase:
+/// `starting|message|tool-result|finishing`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProgressLog {
+    events: std::collections::VecDeque<Value>,
+}
+
+impl ProgressLog {
+    pub fn push(&mut self, phase: &str, message: &str, details: Option<Value>) {
+        let mut event = Map::new();
+        event.insert("phase".into(), phase.into());
+        event.insert("message".into(), message.into());
+        if let Some(d) = details {
+            event.insert("details".into(), d);
+        }
+        self.events.push_back(Value::Object(event));
+        while self.events.len() > MAX_PROGRESS_EVENTS {
+            self.events.pop_front();
+        }
+    }
+    pub fn events(&self) -> Vec<&Value> {
+        self.events.iter().collect()
+    }
+}
+
+/// The fields every response shares, from the plan and the host's clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponseCommon {
+    pub request_id: String,
+    pub run_id: String,
+    pub backend_id: String,
+    pub profile_fingerprint: String,
+    pub execution_fingerprint: String,
+    pub model: crate::profile::ModelRef,
+    pub effective_tool_ids: Vec<String>,
+    pub duration_ms: u64,
+}
+
+/// A `failed` response for what the backend could not report itself: a thrown provider error
+/// (`execution.backend-error`), a malformed result (`execution.invalid-result`) or a child that
+/// settled without a result (`execution.internal`). Enforcement receipts are empty: the backend
+/// gave none.
+pub fn failed_response(common: &ResponseCommon, code: &str, message: &str) -> Value {
+    serde_json::json!({
+        "schemaVersion": 1,
+        "status": "failed",
+        "requestId": common.request_id,
+        "runId": common.run_id,
+        "backendId": common.backend_id,
+        "profileFingerprint": common.profile_fingerprint,
+        "executionFingerprint": common.execution_fingerprint,
+        "model": common.model.to_value(),
+        "effectiveToolIds": common.effective_tool_ids,
+        "enforcement": {"access": {}, "limits": {}},
+        "durationMs": common.duration_ms,
+        "artifacts": [],
+        "error": {"code": code, "message": message, "retryable": false},
+    })
+}
