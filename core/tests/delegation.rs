@@ -1098,6 +1098,12 @@ fn f77_integrity_codes() {
         FailureCode::AnswerHashMismatch
     );
     let mut v = package(&["Hello"]).to_value();
+    v["usage"] = json!({"status": "observed"});
+    assert_eq!(
+        verify(&reseal(v)).unwrap_err(),
+        FailureCode::ChildResultInvalid
+    );
+    let mut v = package(&["Hello"]).to_value();
     v["launch_nonce"] = json!("n2");
     assert_eq!(
         verify(&reseal(v)).unwrap_err(),

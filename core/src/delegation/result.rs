@@ -607,8 +607,16 @@ pub fn verify_package(files: PackageFiles, expected: &Expected) -> Result<Verifi
     for key in ["turns", "tool_calls"] {
         len_field(map, key, "")?;
     }
-    if !map.get("usage").is_some_and(Value::is_object) {
-        return Err(invalid("result.json: usage must be an object."));
+    let usage = map.get("usage").unwrap_or(&Value::Null);
+    let usage_ok = match usage.get("status").and_then(Value::as_str) {
+        Some("observed") => usage.get("usage").is_some_and(Value::is_object),
+        Some("unavailable") => usage.get("reason").is_some_and(Value::is_string),
+        _ => false,
+    };
+    if !usage_ok {
+        return Err(invalid(
+            "result.json: usage must be {status:\"observed\", usage} or {status:\"unavailable\", reason}.",
+        ));
     }
     if !map.get("spilled_artifacts").is_some_and(Value::is_array) {
         return Err(invalid("result.json: spilled_artifacts must be an array."));
