@@ -11,6 +11,7 @@ pub mod capability;
 #[cfg(feature = "regex")]
 pub mod compile;
 pub mod config;
+pub mod delegation;
 pub mod diag;
 pub mod diff;
 pub mod id;
