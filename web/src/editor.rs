@@ -118,6 +118,7 @@ fn Editor() -> impl IntoView {
         )
     };
     let more_open = RwSignal::new(false);
+    more_menu_closes(more_open, ed.tab);
     let delete = move |_| {
         more_open.set(false);
         let Some(l) = ed.loaded.get_untracked() else {
@@ -169,7 +170,8 @@ fn Editor() -> impl IntoView {
                         <button class="more-toggle" aria-haspopup="menu" aria-expanded=move || more_open.get().to_string()
                             on:click=move |_| more_open.update(|o| *o = !*o)>"More ▾"</button>
                         <Show when=move || more_open.get()>
-                            <div class="menu" role="menu" on:click=move |_| more_open.set(false)>
+                            <div class="menu" role="menu" on:click=move |_| more_open.set(false)
+                                on:keydown=move |e| menu_keys(&e)>
                                 <button role="menuitem" class="fork" on:click=move |_| app.dialog.set(Some(Dialog::Fork))>"Fork…"</button>
                                 <button role="menuitem" class="import" on:click=move |_| app.dialog.set(Some(Dialog::Import))>"Import…"</button>
                                 <a role="menuitem" class="export" href=export_href download=export_name>"Export JSON"</a>
@@ -205,7 +207,7 @@ fn Editor() -> impl IntoView {
                             aria-selected=move || (shown_tab() == tab).to_string()
                             on:click=move |_| ed.tab.set(tab)>
                             {label}
-                            {move || (tab == Tab::Json && ed.json_scratch.with(Option::is_some))
+                            {move || (tab == Tab::Json && ed.json_pending())
                                 .then(|| view! { <span class="tab-mark" title="Edited, not applied">" •"</span> })}
                         </button>
                     })
@@ -230,6 +232,90 @@ fn Editor() -> impl IntoView {
             {move || loaded().map(|l| view! { <p class="file-path" title="File">{l.path}</p> })}
         </div>
     }
+}
+
+/// The More menu closes on Escape (focus back on its button), on a click outside it and when
+/// the tab changes; opening it focuses its first entry.
+fn more_menu_closes(open: RwSignal<bool>, tab: RwSignal<Tab>) {
+    // `try_`: the listeners are removed when the editor goes, but an event already queued may
+    // still arrive after its signals are gone.
+    let close = move || {
+        if open.try_get_untracked() == Some(true) {
+            open.set(false);
+        }
+    };
+    let escape = window_event_listener(leptos::ev::keydown, move |e| {
+        if e.key() == "Escape" && open.try_get_untracked() == Some(true) {
+            close();
+            crate::shell::focus_later(".editor .more-toggle".into());
+        }
+    });
+    let outside = window_event_listener(leptos::ev::click, move |e| {
+        use wasm_bindgen::JsCast;
+        let inside = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|el| el.closest(".editor .more").ok().flatten())
+            .is_some();
+        if !inside {
+            close();
+        }
+    });
+    on_cleanup(move || {
+        escape.remove();
+        outside.remove();
+    });
+    Effect::new(move |prev: Option<Tab>| {
+        let now = tab.get();
+        if prev.is_some_and(|p| p != now) {
+            close();
+        }
+        now
+    });
+    Effect::new(move |_| {
+        if open.get() {
+            crate::shell::focus_later(".editor .more .menu [role=menuitem]".into());
+        }
+    });
+}
+
+/// ↑/↓, Home and End move between the menu's entries.
+fn menu_keys(e: &leptos::ev::KeyboardEvent) {
+    use wasm_bindgen::JsCast;
+    let key = e.key();
+    if !matches!(key.as_str(), "ArrowDown" | "ArrowUp" | "Home" | "End") {
+        return;
+    }
+    e.prevent_default();
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Ok(list) = doc.query_selector_all(".editor .more .menu [role=menuitem]") else {
+        return;
+    };
+    let items: Vec<web_sys::HtmlElement> = (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let active = doc.active_element();
+    let at = items.iter().position(|el| {
+        active
+            .as_ref()
+            .is_some_and(|a| a == el.as_ref() as &web_sys::Element)
+    });
+    let last = items.len() - 1;
+    let next = match (key.as_str(), at) {
+        ("Home", _) => 0,
+        ("End", _) => last,
+        ("ArrowDown", Some(i)) if i < last => i + 1,
+        ("ArrowDown", _) => 0,
+        ("ArrowUp", Some(i)) if i > 0 => i - 1,
+        _ => last,
+    };
+    let _ = items[next].focus();
 }
 
 pub fn plural(n: usize) -> &'static str {

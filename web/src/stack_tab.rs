@@ -273,6 +273,7 @@ pub fn JsonTab() -> impl IntoView {
                     if let Ok(t) = resp.text().await {
                         // Never over text the user already started typing.
                         if ed.json_scratch.with_untracked(Option::is_none) {
+                            ed.json_origin.set(Some(t.clone()));
                             ed.json_scratch.set(Some(t));
                         }
                     }
@@ -310,6 +311,7 @@ pub fn JsonTab() -> impl IntoView {
         ed.buffers.set(Default::default());
         ed.draft.set(parsed);
         ed.json_scratch.set(None);
+        ed.json_origin.set(None);
         app.say("Applied stack JSON to editor", Tone::Ok);
     };
     let reset = move |_| {
@@ -321,13 +323,13 @@ pub fn JsonTab() -> impl IntoView {
             <p class="help">"The Preset exactly as it will be saved, unknown fields included. Edit it, then apply it to the editor; nothing is saved until you Save."</p>
             <textarea name="stack-json" rows="24" spellcheck="false" class:invalid=move || error.with(Option::is_some)
                 prop:value=text on:input=move |e| ed.json_scratch.set(Some(event_target_value(&e)))></textarea>
-            {move || ed.json_scratch.with(Option::is_some).then(|| view! {
+            {move || ed.json_pending().then(|| view! {
                 <p class="field-note unapplied">"Edited here and not applied yet: Save does not include this text."</p>
             })}
             {move || error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
             <div class="row">
                 <button class="primary apply-json" on:click=apply>"Apply to editor"</button>
-                <button class="reset-json" on:click=reset disabled=move || broken || ed.json_scratch.with(Option::is_none)>"Reset to the editor's version"</button>
+                <button class="reset-json" on:click=reset disabled=move || broken || !ed.json_pending()>"Reset to the editor's version"</button>
             </div>
         </div>
     }

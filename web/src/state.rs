@@ -138,6 +138,9 @@ pub struct StackEditor {
     /// Text edited in the JSON tab and not applied yet (`None`: the tab shows the draft). It
     /// survives tab switches and saves of the same Preset; opening another Preset asks first.
     pub json_scratch: RwSignal<Option<String>>,
+    /// The text the JSON tab was filled with from disk (a file that is not JSON, to repair):
+    /// scratch text equal to it is not an edit.
+    pub json_origin: RwSignal<Option<String>>,
     /// Undo/redo over every change of the draft.
     pub undo: crate::undo::Undo,
     /// The newest load (or direct fill) of the editor; an answer to an older one is dropped.
@@ -197,6 +200,7 @@ impl StackEditor {
             busy: RwSignal::new(false),
             dirty,
             json_scratch: RwSignal::new(None),
+            json_origin: RwSignal::new(None),
             undo: crate::undo::Undo::new(draft),
             diagnostics,
             errors,
@@ -262,6 +266,15 @@ impl StackEditor {
                 b.remove(key);
             }
         });
+    }
+
+    /// The JSON tab holds text the user typed and has not applied to the editor.
+    pub fn json_pending(&self) -> bool {
+        let origin = self.json_origin;
+        self.json_scratch.with(|s| {
+            s.as_ref()
+                .is_some_and(|t| origin.with(|o| o.as_deref() != Some(t.as_str())))
+        })
     }
 
     pub fn can_save(&self) -> bool {
@@ -375,8 +388,7 @@ impl App {
     pub fn guard(&self, what: &str, then: impl Fn() + Send + Sync + 'static) {
         let dirty = match self.surface.get_untracked() {
             Surface::Presets => {
-                self.editor.dirty.get_untracked()
-                    || self.editor.json_scratch.with_untracked(Option::is_some)
+                self.editor.dirty.get_untracked() || untrack(|| self.editor.json_pending())
             }
             Surface::Profiles | Surface::Capabilities => self.form_dirty.get_untracked(),
             Surface::Payloads => false,
@@ -542,6 +554,7 @@ pub fn close_stack(app: App) {
     ed.draft.set(Value::Null);
     ed.buffers.set(BTreeMap::new());
     ed.json_scratch.set(None);
+    ed.json_origin.set(None);
     ed.item.set(None);
     ed.disk_change.set(None);
     ed.conflict.set(None);
@@ -580,6 +593,7 @@ fn fill(app: App, view: &Value, keep_item: bool) {
         .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == loaded.selector));
     if !same {
         ed.json_scratch.set(None);
+        ed.json_origin.set(None);
     }
     let stack = loaded.saved.clone();
     let count = arr(&stack, "items").len();
@@ -689,6 +703,13 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
     let Some(loaded) = ed.loaded.get_untracked() else {
         return;
     };
+    if untrack(|| ed.json_pending()) {
+        app.say(
+            "Not saved: the JSON tab has text you have not applied. Apply it to the editor (or reset it), then save.",
+            Tone::Error,
+        );
+        return;
+    }
     if ed.errors.get_untracked() > 0 {
         app.say("Fix the errors before saving.", Tone::Error);
         return;
