@@ -668,6 +668,11 @@ async fn fork_to_global_without_a_live_session_writes_the_copy_and_activates_not
         "base-copy"
     );
     assert_eq!(browser.value(".modal select[name=scope]").await, "project");
+    // The copy gets its own display name, so the list never shows two identical rows.
+    assert_eq!(
+        browser.value(".modal input[name=fork-name]").await,
+        "Base (copy)"
+    );
     browser
         .fill(".modal input[name=fork-id]", "base-fork")
         .await;
@@ -692,9 +697,10 @@ async fn fork_to_global_without_a_live_session_writes_the_copy_and_activates_not
     browser.wait_status("Forked to base-fork").await;
     browser.wait_count(".modal", 0).await;
 
-    // The copy: same raw object, new id, autoActivate turned off (docs/api.md, fork).
+    // The copy: same raw object, new id and name, autoActivate turned off (docs/api.md, fork).
     let mut want = base.clone();
     want["id"] = json!("base-fork");
+    want["name"] = json!("Base (copy)");
     want["autoActivate"] = json!(false);
     wait_file_text(&server, &global_path("base-fork"), &pretty(&want)).await;
     assert_eq!(server.read(&project_path("base")), pretty(&base));

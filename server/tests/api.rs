@@ -1074,11 +1074,12 @@ fn capabilities_fork_export_and_bound_by() {
     let (code, _, body) = f.send(
         Method::POST,
         "/api/capabilities/project:no-writes/fork",
-        &json!({"id": "no-writes-everywhere", "scope": "global"}),
+        &json!({"id": "no-writes-everywhere", "scope": "global", "name": "No writes anywhere"}),
     );
     assert_eq!(code, StatusCode::CREATED, "{body}");
     assert_eq!(body["selector"], "global:no-writes-everywhere");
     assert_eq!(body["capability"]["content"], "Do not modify files.");
+    assert_eq!(body["capability"]["name"], "No writes anywhere");
     assert_eq!(body["boundBy"], json!([]));
     let (code, _, body) = f.send(
         Method::POST,
@@ -1086,6 +1087,16 @@ fn capabilities_fork_export_and_bound_by() {
         &json!({"id": "no-writes-everywhere", "scope": "global"}),
     );
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    let (code, _, body) = f.send(
+        Method::POST,
+        "/api/capabilities/project:no-writes/fork",
+        &json!({"id": "other", "name": 7}),
+    );
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "name must be a string: the display name of the copy."
+    );
     let (code, _, body) = f.send(
         Method::POST,
         "/api/capabilities/project:no-writes/fork",

@@ -331,6 +331,13 @@ fn ForkDialog() -> impl IntoView {
         return view! { <p>"Open a Preset first."</p> }.into_any();
     };
     let id = RwSignal::new(format!("{}-copy", loaded.id));
+    // The copy gets its own display name, so the list does not show two identical rows.
+    let source_name = crate::jp::get_str(&loaded.saved, "/name");
+    let name = RwSignal::new(if source_name.trim().is_empty() {
+        String::new()
+    } else {
+        format!("{source_name} (copy)")
+    });
     let scope = RwSignal::new(loaded.scope.clone());
     let activate = RwSignal::new(false);
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
@@ -343,7 +350,11 @@ fn ForkDialog() -> impl IntoView {
         let new_id = id.get_untracked().trim().to_string();
         let scope_v = scope.get_untracked();
         let asked = wants_activation(app, activate);
-        let body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
+        let new_name = name.get_untracked().trim().to_string();
+        let mut body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
+        if !new_name.is_empty() {
+            body["name"] = json!(new_name);
+        }
         let path = format!("/api/stacks/{}/fork", seg(&source));
         spawn_local(async move {
             match api::post(&path, &body).await {
@@ -371,6 +382,10 @@ fn ForkDialog() -> impl IntoView {
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); fork(()); }>
             {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
             {id_field("fork-id", "New ID", true, id, problem)}
+            <label class="field">
+                <span class="label">"Name"</span>
+                <input type="text" name="fork-name" prop:value=move || name.get() on:input=move |e| name.set(event_target_value(&e))/>
+            </label>
             {scope_select(scope)}
             {activate_check(app, activate, "Activate the fork")}
             <div class="row end">

@@ -877,6 +877,20 @@ pub fn fork(
     new_id: &str,
     scope: Scope,
 ) -> Result<Written, ServiceError> {
+    fork_named(store, snapshot, kind, selector, new_id, scope, None)
+}
+
+/// [`fork`] that also gives the copy a display `name` (so a fork is not a second row with the
+/// same name); `None` keeps the source's.
+pub fn fork_named(
+    store: &dyn Store,
+    snapshot: &WorkspaceSnapshot,
+    kind: Kind,
+    selector: &Selector,
+    new_id: &str,
+    scope: Scope,
+    name: Option<&str>,
+) -> Result<Written, ServiceError> {
     check_trust(snapshot, scope, kind, Action::Create)?;
     if let Some(error) = id_grammar_error(kind, new_id) {
         return Err(ServiceError::invalid(error.message, Some("id")));
@@ -890,6 +904,9 @@ pub fn fork(
     };
     let mut copy = raw.clone();
     copy.insert("id".to_string(), Value::String(new_id.to_string()));
+    if let Some(name) = name {
+        copy.insert("name".to_string(), Value::String(name.to_string()));
+    }
     if copy.get("autoActivate") == Some(&Value::Bool(true)) {
         copy.insert("autoActivate".to_string(), Value::Bool(false));
     }

@@ -114,7 +114,8 @@ pub async fn delete_resource(
     Ok(outcome)
 }
 
-/// The fork every resource shares: `POST /api/<kind>/:sel/fork` with `{id, scope?}`. Returns the
+/// The fork every resource shares: `POST /api/<kind>/:sel/fork` with `{id, scope?, name?}`
+/// (`name`: the copy's display name; the source's when absent). Returns the
 /// body too, for flags a kind reads beside the copy (a stack's `activate`).
 pub async fn fork_resource(
     state: &ServerState,
@@ -137,8 +138,20 @@ pub async fn fork_resource(
         );
     };
     let scope = service::parse_scope(body.get("scope"))?;
+    let name = match body.get("name") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(name)) => Some(name.clone()),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "name must be a string: the display name of the copy.",
+            )
+            .with_field("name"))
+        }
+    };
     let (outcome, snapshot) = mutate(state, move |store, snapshot| {
-        service::fork(store, snapshot, kind, &selector, &new_id, scope).map(Outcome::from)
+        let name = name.as_deref();
+        service::fork_named(store, snapshot, kind, &selector, &new_id, scope, name)
+            .map(Outcome::from)
     })
     .await?;
     Ok((outcome, snapshot, body))
