@@ -23,8 +23,8 @@ pub mod snapshot;
 pub mod tools;
 
 pub use binding::{
-    effective_capability, effective_from_parsed, parse_bindings, Binding, ContentOverride,
-    Overrides, ToolOverride,
+    effective_capability, effective_from_parsed, parse_bindings, parse_bindings_indexed, Binding,
+    ContentOverride, Overrides, ToolOverride,
 };
 pub use snapshot::{BindingSource, CapabilitySnapshot, SnapshotSource};
 

@@ -1047,28 +1047,8 @@ fn binding_diagnostics(
     }
     let mut d = Vec::new();
     for (i, binding) in bindings.iter().enumerate() {
-        let message = match snapshot.binding_target(owner, &binding.reference) {
-            Ok(target) => {
-                match capability::effective_from_parsed(&target.parsed, binding.overrides.as_ref())
-                {
-                    Ok(_) => None,
-                    Err(errors) => Some(format!(
-                        "Capability binding {} at index {i} does not apply: {}",
-                        binding.effective_id(),
-                        errors
-                            .first()
-                            .map(|e| e.message.as_str())
-                            .unwrap_or("invalid overrides")
-                    )),
-                }
-            }
-            Err(e) => Some(format!(
-                "Capability binding {} at index {i} does not resolve: {e}",
-                binding.effective_id()
-            )),
-        };
-        if let Some(message) = message {
-            d.push(Diagnostic::warning(message).with_field("capabilities"));
+        if let Err(problem) = snapshot.binding_outcome(owner, binding, i) {
+            d.push(Diagnostic::warning(problem.message).with_field("capabilities"));
         }
     }
     d
