@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod bindings;
 mod dialogs;
 mod editor;
 mod events;

@@ -37,6 +37,7 @@ pub enum Tab {
     Stack,
     Regex,
     Policy,
+    Capabilities,
     Json,
 }
 
@@ -164,11 +165,22 @@ impl StackEditor {
                     })
                     .unwrap_or_else(|| "draft.json".into())
             });
+            // The structure of `capabilities` bindings is checked as the server's draft
+            // validation does, relative to the Preset's scope.
+            let scope = loaded.with(|l| {
+                l.as_ref()
+                    .and_then(|l| Scope::parse(&l.scope))
+                    .unwrap_or(Scope::Project)
+            });
             draft.with(|d| {
                 if d.is_null() {
                     return Vec::new();
                 }
-                parse_stack_value(d.clone(), &ParseOptions::new(&file)).diagnostics
+                let mut out = parse_stack_value(d.clone(), &ParseOptions::new(&file)).diagnostics;
+                if let Some(bindings) = d.get("capabilities").filter(|b| b.is_array()) {
+                    out.extend(forge_core::capability::parse_bindings(bindings, scope).1);
+                }
+                forge_core::diag::dedupe(out)
             })
         });
         let errors = Memo::new(move |_| {
