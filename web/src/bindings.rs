@@ -246,11 +246,10 @@ fn focus_field(field: &str) {
 
 /// Whether the open Preset can be edited here: an unreadable file, or a project Preset of an
 /// untrusted project, is read-only.
-pub fn read_only(ed: StackEditor) -> bool {
-    let app = app();
+pub fn read_only(ed: StackEditor, trusted: RwSignal<bool>) -> bool {
     ed.loaded.with(|l| {
         l.as_ref()
-            .is_none_or(|l| l.unreadable.is_some() || (l.scope == "project" && !app.trusted.get()))
+            .is_none_or(|l| l.unreadable.is_some() || (l.scope == "project" && !trusted.get()))
     })
 }
 
@@ -285,7 +284,8 @@ fn tidy_overrides(d: &mut Value, i: usize) {
 
 #[component]
 pub fn CapabilitiesTab() -> impl IntoView {
-    let ed = app().editor;
+    let app = app();
+    let ed = app.editor;
     let lib: LibrarySignal = RwSignal::new(None);
     load_library(lib);
     provide_context(lib);
@@ -307,7 +307,7 @@ pub fn CapabilitiesTab() -> impl IntoView {
         ed.draft
             .with(|d| jp::get(d, "/capabilities").is_some_and(|v| !v.is_array()))
     });
-    let ro = Memo::new(move |_| read_only(ed));
+    let ro = Memo::new(move |_| read_only(ed, app.trusted));
     let picked = RwSignal::new(String::new());
     let is_global = move || preset_scope(ed) == Scope::Global;
     let add = move |_| {

@@ -269,7 +269,7 @@ fn DefaultTools() -> impl IntoView {
     let app = app();
     let ed = app.editor;
     let on = Memo::new(move |_| ed.draft.with(|d| jp::get(d, "/tools/initial").is_some()));
-    let ro = Memo::new(move |_| read_only(ed));
+    let ro = Memo::new(move |_| read_only(ed, app.trusted));
     let selected = Signal::derive(move || {
         ed.draft.with(|d| {
             jp::get(d, "/tools/initial")
