@@ -33,10 +33,8 @@ fn capability(id: &str, content: &str, add: &[&str], remove: &[&str]) -> Value {
 /// Starts a server with one project Preset and the given project capabilities, opens the editor
 /// on the Preset and shows the Capabilities tab.
 async fn start(stack: &Value, capabilities: &[Value], tab: &str) -> (Server, Browser) {
-    let mut files: Vec<(String, String)> = vec![(
-        stack_path(stack["id"].as_str().unwrap()),
-        pretty(stack),
-    )];
+    let mut files: Vec<(String, String)> =
+        vec![(stack_path(stack["id"].as_str().unwrap()), pretty(stack))];
     for c in capabilities {
         files.push((capability_path(c["id"].as_str().unwrap()), pretty(c)));
     }
@@ -107,12 +105,7 @@ async fn assert_no_overflow(browser: &Browser, what: &str) {
 
 #[tokio::test]
 async fn bind_with_append_override_shows_the_effective_capability_and_saves_exactly() {
-    let review = capability(
-        "review",
-        "Review every change.",
-        &["grep"],
-        &["write"],
-    );
+    let review = capability("review", "Review every change.", &["grep"], &["write"]);
     let (server, browser) = start(
         &sample_stack("worker", "Worker", "You are a worker."),
         &[review],
@@ -129,7 +122,12 @@ async fn bind_with_append_override_shows_the_effective_capability_and_saves_exac
         .await;
     browser.click("button.add-binding-button").await;
     browser.wait_count("li.binding", 1).await;
-    wait_text_eq(&browser, ".binding .effective-content", "Review every change.").await;
+    wait_text_eq(
+        &browser,
+        ".binding .effective-content",
+        "Review every change.",
+    )
+    .await;
     assert_eq!(
         browser.text(".binding .effective-tools").await.as_deref(),
         Some("Tools: +grep −write")
@@ -274,7 +272,9 @@ async fn default_tools_outside_the_deny_ceiling_are_an_error_that_blocks_saving(
     stack["tools"] = json!({ "deny": ["bash"] });
     let (server, browser) = start(&stack, &[], "Policy").await;
     browser.click("input[name='tools-initial-on']").await;
-    browser.click(".default-tools .pick[data-name='bash']").await;
+    browser
+        .click(".default-tools .pick[data-name='bash']")
+        .await;
     wait_text_eq(
         &browser,
         ".default-tools .initial-problems li",
@@ -283,9 +283,15 @@ async fn default_tools_outside_the_deny_ceiling_are_an_error_that_blocks_saving(
     .await;
     assert!(!browser.enabled("button.save").await);
     // The tool effect: a starting set of nothing but read.
-    browser.click(".default-tools .pick[data-name='bash']").await;
-    browser.click(".default-tools .pick[data-name='read']").await;
-    browser.wait_count(".default-tools .initial-problems li", 0).await;
+    browser
+        .click(".default-tools .pick[data-name='bash']")
+        .await;
+    browser
+        .click(".default-tools .pick[data-name='read']")
+        .await;
+    browser
+        .wait_count(".default-tools .initial-problems li", 0)
+        .await;
     assert_eq!(
         texts(&browser, ".tool-effect .tool-delta").await,
         vec!["−bash −edit −write"]
@@ -294,7 +300,10 @@ async fn default_tools_outside_the_deny_ceiling_are_an_error_that_blocks_saving(
     browser.click("button.save").await;
     browser.wait_status("Saved worker").await;
     let saved: Value = server.read_json(&stack_path("worker"));
-    assert_eq!(saved["tools"], json!({ "deny": ["bash"], "initial": ["read"] }));
+    assert_eq!(
+        saved["tools"],
+        json!({ "deny": ["bash"], "initial": ["read"] })
+    );
     browser.assert_no_errors().await;
     browser.close().await;
 }
