@@ -233,6 +233,34 @@ async fn a_binding_to_a_missing_capability_shows_the_exact_diagnostic_and_focuse
 }
 
 #[tokio::test]
+async fn overrides_that_do_not_apply_show_the_exact_diagnostic_and_focus_the_content() {
+    let mut stack = sample_stack("worker", "Worker", "You are a worker.");
+    stack["capabilities"] = json!([{ "ref": "project:notes", "overrides": { "content": " " } }]);
+    let (_server, browser) = start(
+        &stack,
+        &[capability("notes", "Take notes.", &[], &[])],
+        "Capabilities",
+    )
+    .await;
+    wait_text_eq(
+        &browser,
+        ".binding .binding-problem .message",
+        "Capability binding notes at index 0 does not apply: Capability needs non-whitespace content or at least one tool in tools.add or tools.remove.",
+    )
+    .await;
+    browser.click(".binding .binding-problem .fix-field").await;
+    browser
+        .wait_js(
+            "the override content is focused inside the opened disclosure",
+            "return [document.activeElement && document.activeElement.id, document.getElementById('cap-0-details').open];",
+            json!(["cap-0-content", true]),
+        )
+        .await;
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test]
 async fn capability_content_is_shown_as_literal_text() {
     let content = "<script>alert(1)</script> and {{ runtime.x }}";
     let mut stack = sample_stack("worker", "Worker", "You are a worker.");
