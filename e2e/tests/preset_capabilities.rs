@@ -78,6 +78,15 @@ async fn wait_text_eq(browser: &Browser, css: &str, want: &str) {
     }
 }
 
+/// Polls until the texts of every element matching `css` equal `want`.
+async fn wait_texts(browser: &Browser, css: &str, want: Value) {
+    let script = format!(
+        "return [...document.querySelectorAll({})].map(e => e.textContent);",
+        json!(css)
+    );
+    browser.wait_js(css, &script, want).await;
+}
+
 async fn wait_file(server: &Server, rel: &str, want: &Value) {
     let deadline = Instant::now() + WAIT;
     loop {
@@ -163,16 +172,21 @@ async fn bind_with_append_override_shows_the_effective_capability_and_saves_exac
         browser.text(".binding .tools-diff").await.as_deref(),
         Some("Tools: +grep −write → +grep −bash")
     );
-    // The tool effect against the session's active tools (Pi's defaults: bash, edit, read,
-    // write): the Preset alone changes nothing; with the binding grep joins and bash goes.
-    assert_eq!(
-        texts(&browser, ".tool-effect .tool-delta").await,
-        vec!["no change", "+grep −bash"]
-    );
-    assert_eq!(
-        texts(&browser, ".tool-effect .tool-list").await,
-        vec!["→ bash, edit, read, write", "→ edit, read, write, grep"]
-    );
+    // The tool effect against the session's active tools (Pi's defaults in registry order:
+    // read, bash, edit, write): the Preset alone changes nothing; with the binding grep joins
+    // and bash goes.
+    wait_texts(
+        &browser,
+        ".tool-effect .tool-delta",
+        json!(["no change", "+grep −bash"]),
+    )
+    .await;
+    wait_texts(
+        &browser,
+        ".tool-effect .tool-list",
+        json!(["→ read, bash, edit, write", "→ read, edit, write, grep"]),
+    )
+    .await;
 
     // Layout of the new tab, with the disclosure open.
     browser.viewport(1280, 900).await;
@@ -320,10 +334,12 @@ async fn default_tools_outside_the_deny_ceiling_are_an_error_that_blocks_saving(
     browser
         .wait_count(".default-tools .initial-problems li", 0)
         .await;
-    assert_eq!(
-        texts(&browser, ".tool-effect .tool-delta").await,
-        vec!["−bash −edit −write"]
-    );
+    wait_texts(
+        &browser,
+        ".tool-effect .tool-delta",
+        json!(["−bash −edit −write"]),
+    )
+    .await;
     assert!(browser.enabled("button.save").await);
     browser.click("button.save").await;
     browser.wait_status("Saved worker").await;

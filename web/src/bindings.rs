@@ -792,8 +792,18 @@ pub fn ToolPicker(
 pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
     let app = app();
     let ed = app.editor;
+    // The runtime snapshot lists the tools in registry order, as the live calculation sees them;
+    // until it arrives (or when it cannot be read) the resource list stands in.
+    let runtime: RwSignal<Option<Value>> = RwSignal::new(None);
+    spawn_local(async move {
+        if let Ok(v) = api::get("/api/runtime").await {
+            runtime.set(Some(v));
+        }
+    });
     let rows = Memo::new(move |_| {
-        let (registered, active): (Vec<String>, Vec<String>) = app.resources.with(|r| {
+        let from_runtime =
+            runtime.with(|r| r.as_ref().is_some_and(|v| !arr(v, "tools").is_empty()));
+        let source = |r: &Value| -> (Vec<String>, Vec<String>) {
             let tools = arr(r, "tools");
             (
                 tools.iter().map(|t| s(t, "name")).collect(),
@@ -803,7 +813,12 @@ pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
                     .map(|t| s(t, "name"))
                     .collect(),
             )
-        });
+        };
+        let (registered, active): (Vec<String>, Vec<String>) = if from_runtime {
+            runtime.with(|r| r.as_ref().map(source).unwrap_or_default())
+        } else {
+            app.resources.with(source)
+        };
         let policy = ed.draft.with(|d| {
             if d.is_null() {
                 return None;
