@@ -525,6 +525,58 @@ fn f28_f29_capability_resolution_never_falls_back_past_a_bad_project_copy() {
 }
 
 #[test]
+fn binding_outcome_gives_the_effective_capability_or_the_exact_problem() {
+    use forge_core::capability::{parse_bindings_indexed, ToolPatch};
+    let f = Fixture::new();
+    f.capability(
+        Scope::Project,
+        "review.json",
+        r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":"Review.","tools":{"add":["grep"]}}"#,
+    );
+    let ws = f.load();
+    let value = serde_json::json!([
+        {"ref": "project:review", "overrides": {"appendContent": "Say why.", "tools": {"remove": ["write"]}}},
+        {"ref": 7},
+        {"ref": "project:gone"},
+        {"ref": "project:review", "id": "blank", "overrides": {"content": " ", "tools": {"add": []}}}
+    ]);
+    let (bindings, diagnostics) = parse_bindings_indexed(&value, Scope::Project);
+    assert_eq!(
+        bindings.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![0, 2, 3]
+    );
+    assert_eq!(
+        messages(&diagnostics),
+        vec!["capabilities[1].ref must be a non-empty capability selector string, got number."]
+    );
+
+    let (target, effective) = ws
+        .binding_outcome(Scope::Project, &bindings[0].1, 0)
+        .unwrap();
+    assert_eq!(target.key.to_string(), "project:review");
+    assert_eq!(effective.content, "Review.\n\nSay why.");
+    assert_eq!(effective.tools, ToolPatch::new(["grep"], ["write"]));
+
+    let missing = ws
+        .binding_outcome(Scope::Project, &bindings[1].1, 2)
+        .unwrap_err();
+    assert_eq!(
+        missing.message,
+        "Capability binding gone at index 2 does not resolve: Capability not found: project:gone."
+    );
+    assert_eq!(missing.field, "capabilities[2].ref");
+
+    let blank = ws
+        .binding_outcome(Scope::Project, &bindings[2].1, 3)
+        .unwrap_err();
+    assert_eq!(
+        blank.message,
+        "Capability binding blank at index 3 does not apply: Capability needs non-whitespace content or at least one tool in tools.add or tools.remove."
+    );
+    assert_eq!(blank.field, "capabilities[3].overrides");
+}
+
+#[test]
 fn bad_files_become_fault_entries_not_failures() {
     let f = Fixture::new();
     f.stack(Scope::Project, "broken.json", "{not json");

@@ -7,6 +7,7 @@ use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
 use crate::api::{self, arr, s, seg};
+use crate::bindings::CapabilitiesTab;
 use crate::items::ItemsTab;
 use crate::jp;
 use crate::policy::PolicyTab;
@@ -200,7 +201,7 @@ fn Editor() -> impl IntoView {
                 </div>
             })}
             <nav class="tabs" role="tablist" aria-label="Preset sections">
-                {[(Tab::Items, "Items"), (Tab::Stack, "Stack"), (Tab::Regex, "Regex"), (Tab::Policy, "Policy"), (Tab::Json, "JSON")]
+                {[(Tab::Items, "Items"), (Tab::Stack, "Stack"), (Tab::Regex, "Regex"), (Tab::Policy, "Policy"), (Tab::Capabilities, "Capabilities"), (Tab::Json, "JSON")]
                     .into_iter()
                     .map(|(tab, label)| view! {
                         <button role="tab" class="tab" data-tab=label
@@ -220,6 +221,7 @@ fn Editor() -> impl IntoView {
                         Tab::Stack => view! { <StackTab/> }.into_any(),
                         Tab::Regex => view! { <RegexTab/> }.into_any(),
                         Tab::Policy => view! { <PolicyTab/> }.into_any(),
+                        Tab::Capabilities => view! { <CapabilitiesTab/> }.into_any(),
                         Tab::Json => {
                             // The JSON text is a copy: a new revision (save, reload) refreshes it.
                             revision.track();

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod bindings;
 mod capabilities;
 mod dialogs;
 mod editor;

@@ -7,8 +7,10 @@ use leptos::prelude::*;
 use serde_json::{json, Value};
 
 use crate::api::{arr, b, s};
+use crate::bindings::{read_only, PolicyToolEffect};
 use crate::jp;
 use crate::state::{app, StackEditor};
+use crate::toolpicker::ToolList;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -78,6 +80,8 @@ pub fn PolicyTab() -> impl IntoView {
     view! {
         <div class="policy-tab">
             <PolicyCard member="tools" title="Tools" noun="tool"/>
+            <DefaultTools/>
+            <PolicyToolEffect/>
             <PolicyCard member="skills" title="Skills" noun="skill"/>
         </div>
     }
@@ -254,6 +258,73 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
                     }).collect_view().into_any()
                 }}
             </div>
+        </section>
+    }
+}
+
+/// `tools.initial`: the tools a session starts with. Off = the key is absent (the session's
+/// active tools, filtered by the ceiling); on = an explicit list picked from the registered tools.
+/// The stack codec's diagnostics about it are shown as they are and block saving like any error.
+#[component]
+fn DefaultTools() -> impl IntoView {
+    let app = app();
+    let ed = app.editor;
+    let on = Memo::new(move |_| ed.draft.with(|d| jp::get(d, "/tools/initial").is_some()));
+    let ro = Memo::new(move |_| read_only(ed, app.trusted));
+    let selected = Signal::derive(move || {
+        ed.draft.with(|d| {
+            jp::get(d, "/tools/initial")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let on_change = Callback::new(move |l: Vec<String>| ed.set("/tools/initial", Some(json!(l))));
+    let problems = move || {
+        ed.diagnostics.with(|ds| {
+            ds.iter()
+                .filter(|d| d.message.contains("tools.initial"))
+                .map(|d| (crate::state::level_class(d.level), d.message.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <section class="card policy default-tools" data-policy="tools-initial">
+            <fieldset class="bare" disabled=move || ro.get()>
+            <h3>"Default tools"</h3>
+            <p class="help">"The tools a session starts with. It is a starting set, not a ceiling: the allow/deny list above stays the limit, and capabilities may still add or remove tools. Off: the session's active tools, filtered by the list above."</p>
+            <label class="check">
+                <input type="checkbox" name="tools-initial-on"
+                    prop:checked=move || on.get()
+                    on:change=move |e| {
+                        let enable = event_target_checked(&e);
+                        ed.draft.update(|d| {
+                            if enable {
+                                jp::set(d, "/tools/initial", Some(json!([])));
+                            } else {
+                                jp::set(d, "/tools/initial", None);
+                                if jp::get(d, "/tools").and_then(Value::as_object).is_some_and(|o| o.is_empty()) {
+                                    jp::set(d, "/tools", None);
+                                }
+                            }
+                        });
+                    }/>
+                <span>"Choose the default tools"</span>
+            </label>
+            <ul class="initial-problems">
+                {move || problems().into_iter().map(|(class, message)| view! {
+                    <li class=format!("diagnostic {class}") role="alert">{message}</li>
+                }).collect_view()}
+            </ul>
+            <Show when=move || on.get()>
+                <ToolList name="default-tools" title="Default tools" list=selected set=on_change/>
+            </Show>
+            </fieldset>
         </section>
     }
 }

@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 
 use forge_core::diag::{Diagnostic, Level};
-use forge_core::stack::template_check::template_diagnostics;
-use forge_core::stack::{parse_stack_value, ParseOptions};
+use forge_core::workspace::service::{codec_diagnostics, Kind};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
@@ -43,6 +42,7 @@ pub enum Tab {
     Stack,
     Regex,
     Policy,
+    Capabilities,
     Json,
 }
 
@@ -175,14 +175,20 @@ impl StackEditor {
                     })
                     .unwrap_or_else(|| "draft.json".into())
             });
+            // The structure of `capabilities` bindings is checked as the server's draft
+            // validation does, relative to the Preset's scope.
+            let scope = loaded.with(|l| {
+                l.as_ref()
+                    .and_then(|l| Scope::parse(&l.scope))
+                    .unwrap_or(Scope::Project)
+            });
             draft.with(|d| {
                 if d.is_null() {
                     return Vec::new();
                 }
-                let parsed = parse_stack_value(d.clone(), &ParseOptions::new(&file));
-                let mut diagnostics = parsed.diagnostics;
-                diagnostics.extend(template_diagnostics(&parsed.stack));
-                diagnostics
+                // The file format, the template analysis and the bindings' structure, as the
+                // server checks a draft.
+                codec_diagnostics(Kind::Stack, scope, d, &file)
             })
         });
         let errors = Memo::new(move |_| {

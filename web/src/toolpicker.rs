@@ -37,15 +37,18 @@ pub fn tool_name_problem(name: &str, list: &[String]) -> Option<String> {
 }
 
 /// `list` edited in place through `set`. `name` names the inputs (`<name>-input`) and the
-/// section (`data-tools=<name>`); `readonly` hides the controls.
+/// section (`data-tools=<name>`); `readonly` (default false) hides the controls. Used for a
+/// capability's tool patch, a binding's tool overrides and a Preset's default tools.
 #[component]
 pub fn ToolList(
-    name: &'static str,
-    title: &'static str,
+    #[prop(into)] name: String,
+    #[prop(into)] title: String,
     #[prop(into)] list: Signal<Vec<String>>,
     #[prop(into)] set: Callback<Vec<String>>,
-    #[prop(into)] readonly: Signal<bool>,
+    #[prop(optional, into)] readonly: Signal<bool>,
 ) -> impl IntoView {
+    let title = StoredValue::new(title);
+    let name = StoredValue::new(name);
     let input = RwSignal::new(String::new());
     let problem: RwSignal<Option<String>> = RwSignal::new(None);
     let add = move |text: String| {
@@ -78,9 +81,9 @@ pub fn ToolList(
             .collect::<Vec<_>>()
     });
     view! {
-        <section class="tool-list" data-tools=name>
-            <span class="label">{title}</span>
-            <ul class="chips" aria-label=title>
+        <section class="tool-list" data-tools=name.get_value()>
+            <span class="label">{title.get_value()}</span>
+            <ul class="chips" aria-label=title.get_value()>
                 {move || {
                     let l = list.get();
                     if l.is_empty() {
@@ -103,13 +106,13 @@ pub fn ToolList(
             </ul>
             <Show when=move || !readonly.get()>
                 <div class="row add-pattern">
-                    <input type="text" name=format!("{name}-input") placeholder="Tool name" aria-label=format!("{title}: tool name")
+                    <input type="text" name=format!("{}-input", name.get_value()) placeholder="Tool name" aria-label=format!("{}: tool name", title.get_value())
                         autocomplete="off" spellcheck="false"
                         aria-invalid=move || problem.with(Option::is_some).to_string()
                         prop:value=move || input.get()
                         on:input=move |e| { input.set(event_target_value(&e)); problem.set(None); }
                         on:keydown=move |e| if e.key() == "Enter" { e.prevent_default(); add(input.get_untracked()); }/>
-                    <button class="add-tool" aria-label=format!("{title}: add") on:click=move |_| add(input.get_untracked())>"Add"</button>
+                    <button class="add-tool" aria-label=format!("{}: add", title.get_value()) on:click=move |_| add(input.get_untracked())>"Add"</button>
                 </div>
                 {move || problem.get().map(|p| view! { <p class="field-error" role="alert">{p}</p> })}
                 <div class="picker">
@@ -128,7 +131,7 @@ pub fn ToolList(
                             let group_label = if src.is_empty() { "other".to_string() } else { src.clone() };
                             let group: Vec<_> = items.iter().filter(|i| i.1 == src).cloned().collect();
                             view! {
-                                <div class="picker-group" role="group" aria-label=format!("{title}: tools from {group_label}")>
+                                <div class="picker-group" role="group" aria-label=format!("{}: tools from {group_label}", title.get_value())>
                                     <span class="label" aria-hidden="true">{group_label.clone()}</span>
                                     {group.into_iter().map(|(tool, _, desc, active)| {
                                         let t1 = tool.clone();

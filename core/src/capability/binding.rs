@@ -80,6 +80,16 @@ impl Binding {
 /// in array order, plus all diagnostics (fields like `capabilities[1].ref`). Above 256 entries
 /// only the limit error is reported and no binding is returned.
 pub fn parse_bindings(value: &Value, owner: Scope) -> (Vec<Binding>, Vec<Diagnostic>) {
+    let (indexed, d) = parse_bindings_indexed(value, owner);
+    (indexed.into_iter().map(|(_, b)| b).collect(), d)
+}
+
+/// [`parse_bindings`] with each returned binding's index in the array, so an editor can show the
+/// outcome of every binding next to the element it came from.
+pub fn parse_bindings_indexed(
+    value: &Value,
+    owner: Scope,
+) -> (Vec<(usize, Binding)>, Vec<Diagnostic>) {
     let mut d = Vec::new();
     let Value::Array(items) = value else {
         d.push(field_error(
@@ -116,7 +126,7 @@ pub fn parse_bindings(value: &Value, owner: Scope) -> (Vec<Binding>, Vec<Diagnos
         }
         if let Some(binding) = binding {
             if !own_errors && !duplicate {
-                bindings.push(binding);
+                bindings.push((index, binding));
             }
         }
     }

@@ -26,8 +26,8 @@ pub mod tools;
 pub mod view;
 
 pub use binding::{
-    effective_capability, effective_from_parsed, parse_bindings, Binding, ContentOverride,
-    Overrides, ToolOverride,
+    effective_capability, effective_from_parsed, parse_bindings, parse_bindings_indexed, Binding,
+    ContentOverride, Overrides, ToolOverride,
 };
 pub use snapshot::{BindingSource, CapabilitySnapshot, SnapshotSource};
 

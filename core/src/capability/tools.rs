@@ -124,3 +124,39 @@ pub fn blocks_tool(tool: &str, policy: Option<&Policy>, patches: &[&ToolPatch]) 
     policy.is_some_and(|p| !p.permits(tool))
         || patches.iter().any(|p| p.remove.iter().any(|r| r == tool))
 }
+
+/// What changes from `before` to `after`: the names `after` adds (in its order) and the names it
+/// drops (in `before`'s order). The tool effect preview shows a Preset's effective tools this way
+/// against the session's active tools.
+pub fn tool_delta<'a>(before: &[&'a str], after: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let added = after
+        .iter()
+        .copied()
+        .filter(|n| !before.contains(n))
+        .collect();
+    let removed = before
+        .iter()
+        .copied()
+        .filter(|n| !after.contains(n))
+        .collect();
+    (added, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_delta_lists_adds_in_new_order_and_drops_in_old_order() {
+        let (added, removed) = tool_delta(&["read", "bash", "edit"], &["grep", "read", "ls"]);
+        assert_eq!(added, vec!["grep", "ls"]);
+        assert_eq!(removed, vec!["bash", "edit"]);
+    }
+
+    #[test]
+    fn tool_delta_of_equal_sets_is_empty_whatever_the_order() {
+        let (added, removed) = tool_delta(&["read", "bash"], &["bash", "read"]);
+        assert!(added.is_empty());
+        assert!(removed.is_empty());
+    }
+}

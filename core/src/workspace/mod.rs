@@ -15,7 +15,7 @@ pub mod store;
 mod resolve;
 
 pub use resolve::{
-    AutoProfile, CapabilityResolveError, ProfileStackError, Resolved, RestoredStack,
+    AutoProfile, BindingProblem, CapabilityResolveError, ProfileStackError, Resolved, RestoredStack,
 };
 pub use store::{
     is_temp_name, Dir, Fault, FileRef, FsStore, Listed, MemStore, Store, StoreError,

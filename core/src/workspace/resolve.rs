@@ -133,6 +133,17 @@ pub enum CapabilityResolveError {
     Unusable { key: String, message: String },
 }
 
+/// A binding that does not resolve or whose overrides do not apply
+/// ([`WorkspaceSnapshot::binding_outcome`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BindingProblem {
+    /// `Capability binding <id> at index <i> does not resolve: …` / `… does not apply: …`.
+    pub message: String,
+    /// The binding member to fix: `capabilities[i].ref` or `capabilities[i].overrides`.
+    pub field: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileStackError {
     #[error("{0}")]
@@ -321,6 +332,42 @@ impl WorkspaceSnapshot {
         users
     }
 
+    /// One structurally valid binding of a Preset in `owner`'s scope, at `index` of its
+    /// `capabilities` array: its capability (B4 target resolution) and the effective capability
+    /// after its overrides (B5), or the problem, worded as the loader, the draft validation and
+    /// the editor report it.
+    pub fn binding_outcome(
+        &self,
+        owner: Scope,
+        binding: &capability::Binding,
+        index: usize,
+    ) -> Result<(&CapabilityEntry, capability::Capability), BindingProblem> {
+        let target = self
+            .binding_target(owner, &binding.reference)
+            .map_err(|e| BindingProblem {
+                message: format!(
+                    "Capability binding {} at index {index} does not resolve: {e}",
+                    binding.effective_id()
+                ),
+                field: format!("capabilities[{index}].ref"),
+            })?;
+        let effective =
+            capability::effective_from_parsed(&target.parsed, binding.overrides.as_ref()).map_err(
+                |errors| BindingProblem {
+                    message: format!(
+                        "Capability binding {} at index {index} does not apply: {}",
+                        binding.effective_id(),
+                        errors
+                            .first()
+                            .map(|d| d.message.as_str())
+                            .unwrap_or("invalid overrides")
+                    ),
+                    field: format!("capabilities[{index}].overrides"),
+                },
+            )?;
+        Ok((target, effective))
+    }
+
     /// B4 target resolution: a binding's capability, relative to the Preset's scope.
     pub fn binding_target(
         &self,
@@ -352,31 +399,9 @@ pub(super) fn annotate_stack_bindings(snapshot: &mut WorkspaceSnapshot) {
         let (bindings, mut diagnostics) = capability::parse_bindings(value, owner);
         if diagnostics.iter().all(|d| !d.is_error()) {
             for (i, binding) in bindings.iter().enumerate() {
-                let target = snapshot.binding_target(owner, &binding.reference);
-                let message = match target {
-                    Ok(capability) => {
-                        match capability::effective_from_parsed(
-                            &capability.parsed,
-                            binding.overrides.as_ref(),
-                        ) {
-                            Ok(_) => None,
-                            Err(errors) => Some(format!(
-                                "Capability binding {} at index {i} does not apply: {}",
-                                binding.effective_id(),
-                                errors
-                                    .first()
-                                    .map(|d| d.message.as_str())
-                                    .unwrap_or("invalid overrides")
-                            )),
-                        }
-                    }
-                    Err(e) => Some(format!(
-                        "Capability binding {} at index {i} does not resolve: {e}",
-                        binding.effective_id()
-                    )),
-                };
-                if let Some(message) = message {
-                    diagnostics.push(Diagnostic::warning(message).with_field("capabilities"));
+                if let Err(problem) = snapshot.binding_outcome(owner, binding, i) {
+                    diagnostics
+                        .push(Diagnostic::warning(problem.message).with_field("capabilities"));
                 }
             }
         }

@@ -570,7 +570,12 @@ fn id_grammar_error(kind: Kind, id: &str) -> Option<Diagnostic> {
 /// Codec diagnostics of a body living in `scope` under `file_name`. Stacks also get their
 /// template analysis and the structural checks of their `capabilities` bindings. An id with surrounding white space (which
 /// the codecs trim, but which the file would keep) is an error too.
-fn codec_diagnostics(kind: Kind, scope: Scope, body: &Value, file_name: &str) -> Vec<Diagnostic> {
+pub fn codec_diagnostics(
+    kind: Kind,
+    scope: Scope,
+    body: &Value,
+    file_name: &str,
+) -> Vec<Diagnostic> {
     let mut d = match kind {
         Kind::Stack => {
             let parsed =
@@ -1065,28 +1070,8 @@ fn binding_diagnostics(
     }
     let mut d = Vec::new();
     for (i, binding) in bindings.iter().enumerate() {
-        let message = match snapshot.binding_target(owner, &binding.reference) {
-            Ok(target) => {
-                match capability::effective_from_parsed(&target.parsed, binding.overrides.as_ref())
-                {
-                    Ok(_) => None,
-                    Err(errors) => Some(format!(
-                        "Capability binding {} at index {i} does not apply: {}",
-                        binding.effective_id(),
-                        errors
-                            .first()
-                            .map(|e| e.message.as_str())
-                            .unwrap_or("invalid overrides")
-                    )),
-                }
-            }
-            Err(e) => Some(format!(
-                "Capability binding {} at index {i} does not resolve: {e}",
-                binding.effective_id()
-            )),
-        };
-        if let Some(message) = message {
-            d.push(Diagnostic::warning(message).with_field("capabilities"));
+        if let Err(problem) = snapshot.binding_outcome(owner, binding, i) {
+            d.push(Diagnostic::warning(problem.message).with_field("capabilities"));
         }
     }
     d
