@@ -1297,3 +1297,97 @@ fn no_folder_is_created_through_a_link_out_of_the_user_folders() {
     assert_eq!(err.code(), "invalid_path");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
+
+const REVIEW_CAPABILITY: &str =
+    r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":"Review."}"#;
+
+/// Spec F28: a bare binding ref resolves in the Preset's own scope only (an invalid project
+/// `review` does not fall back to `global:review`), and a direct bare selection is shadowed the
+/// same way; F29: with no project `review`, a direct bare selection finds the global one.
+#[test]
+fn f28_f29_binding_and_direct_resolution_never_fall_back_past_the_project() {
+    use forge_core::capability::parse_bindings;
+    let f = Fixture::new();
+    f.capability(Scope::Global, "review.json", REVIEW_CAPABILITY);
+    // Project `review` exists but is invalid (no content, no tools).
+    f.capability(
+        Scope::Project,
+        "review.json",
+        r#"{"schemaVersion":1,"type":"pi-forge.capability","id":"review","content":""}"#,
+    );
+    let ws = f.load();
+    let (bindings, d) = parse_bindings(&serde_json::json!([{"ref": "review"}]), Scope::Project);
+    assert!(d.is_empty(), "{d:?}");
+    let problem = ws
+        .binding_outcome(Scope::Project, &bindings[0], 0)
+        .unwrap_err();
+    assert_eq!(
+        problem.message,
+        "Capability binding review at index 0 does not resolve: Capability project:review is not usable: Capability needs non-whitespace content or at least one tool in tools.add or tools.remove."
+    );
+    let direct = ws
+        .resolve_capability(&Selector::Bare("review".into()))
+        .unwrap_err();
+    assert_eq!(
+        direct.to_string(),
+        "Capability project:review is not usable: Capability needs non-whitespace content or at least one tool in tools.add or tools.remove."
+    );
+    // A qualified global ref is fine.
+    let (bindings, _) = parse_bindings(
+        &serde_json::json!([{"ref": "global:review"}]),
+        Scope::Project,
+    );
+    let (target, _) = ws.binding_outcome(Scope::Project, &bindings[0], 0).unwrap();
+    assert_eq!(target.key.to_string(), "global:review");
+
+    // F29: without a project `review`, the direct bare selection is the global one.
+    let g = Fixture::new();
+    g.capability(Scope::Global, "review.json", REVIEW_CAPABILITY);
+    let ws = g.load();
+    let found = ws
+        .resolve_capability(&Selector::Bare("review".into()))
+        .unwrap();
+    assert_eq!(found.key.to_string(), "global:review");
+}
+
+#[test]
+fn capability_users_lists_each_binding_preset_once_in_snapshot_order() {
+    let f = Fixture::new();
+    f.capability(Scope::Project, "review.json", REVIEW_CAPABILITY);
+    f.capability(Scope::Global, "review.json", REVIEW_CAPABILITY);
+    let stack = |id: &str, refs: &str| {
+        format!(
+            r#"{{"schemaVersion":2,"type":"pi-forge.prompt-stack","id":"{id}","items":[{{"kind":"slot","id":"h","slot":"chat-history"}}],"capabilities":{refs}}}"#
+        )
+    };
+    f.stack(
+        Scope::Project,
+        "a.json",
+        &stack(
+            "a",
+            r#"[{"ref":"review"},{"ref":"project:review","id":"again"}]"#,
+        ),
+    );
+    f.stack(
+        Scope::Project,
+        "b.json",
+        &stack("b", r#"[{"ref":"global:review"},{"ref":"gone"}]"#),
+    );
+    f.stack(
+        Scope::Global,
+        "c.json",
+        &stack("c", r#"[{"ref":"review"}]"#),
+    );
+    let users = f.load().capability_users();
+    let show = |scope: Scope| {
+        users
+            .get(&ResourceKey::new(scope, "review"))
+            .map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>())
+    };
+    assert_eq!(show(Scope::Project), Some(vec!["project:a".to_string()]));
+    assert_eq!(
+        show(Scope::Global),
+        Some(vec!["global:c".to_string(), "project:b".to_string()])
+    );
+    assert_eq!(users.len(), 2, "an unresolved binding names no capability");
+}

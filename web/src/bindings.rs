@@ -38,8 +38,18 @@ pub struct Library {
 /// `None` until the first answer; an error message when the request failed.
 pub type LibrarySignal = RwSignal<Option<Result<Library, String>>>;
 
+/// Loads the library now and again after every capability change event, so an open tab
+/// follows edits made in the Capabilities surface or on disk.
+fn follow_library(into: LibrarySignal) {
+    let app = app();
+    Effect::new(move |_| {
+        app.capability_events.track();
+        load_library(into);
+    });
+}
+
 /// Fetches `GET /api/capabilities` into `into`.
-pub fn load_library(into: LibrarySignal) {
+fn load_library(into: LibrarySignal) {
     spawn_local(async move {
         let answer = api::get("/api/capabilities").await;
         into.set(Some(answer.map(|v| library_from(&v)).map_err(|e| {
@@ -288,7 +298,7 @@ pub fn CapabilitiesTab() -> impl IntoView {
     let app = app();
     let ed = app.editor;
     let lib: LibrarySignal = RwSignal::new(None);
-    load_library(lib);
+    follow_library(lib);
     provide_context(lib);
     let infos = Memo::new(move |_| {
         let owner = preset_scope(ed);
@@ -818,7 +828,7 @@ pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
 pub fn PolicyToolEffect() -> impl IntoView {
     let ed = app().editor;
     let lib: LibrarySignal = RwSignal::new(None);
-    load_library(lib);
+    follow_library(lib);
     let infos = Memo::new(move |_| {
         let owner = preset_scope(ed);
         lib.with(|l| {
