@@ -645,6 +645,24 @@ mod tests {
     }
 
     #[test]
+    fn a_member_the_struct_lacks_or_misses_fails_the_round_trip() {
+        let extra = json!({"ok": true, "activeId": null, "generation": 1});
+        let typed: Activated = serde_json::from_value(extra.clone()).expect("reads");
+        assert_eq!(
+            serde_json::to_value(&typed).expect("writes"),
+            json!({"ok": true, "activeId": null})
+        );
+        // An absent `Option` member reads as `None` and comes back as `null`: the round trip
+        // differs. An absent required member does not read at all.
+        let missing: Activated = serde_json::from_value(json!({"ok": true})).expect("reads");
+        assert_eq!(
+            serde_json::to_value(&missing).expect("writes"),
+            json!({"ok": true, "activeId": null})
+        );
+        assert!(serde_json::from_value::<Activated>(json!({"activeId": null})).is_err());
+    }
+
+    #[test]
     fn an_error_body_reads_its_diagnostics() {
         let body: ErrorBody = serde_json::from_value(json!({
             "error": "x", "code": "not_usable",

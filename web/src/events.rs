@@ -84,7 +84,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        if let Ok(view) = serde_json::from_str::<Value>(&text) {
+        if let Ok(view) = serde_json::from_str::<forge_core::api::LiveView>(&text) {
             on_live_event(app, view);
         }
     });
