@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::diag::Diagnostic;
+use crate::diff::Section;
 use crate::runtime::ToolInfo;
 
 /// `Some(value)` for a member that is present, `null` included (`Option<Value>` alone would read
@@ -217,6 +218,41 @@ pub struct Imported {
     pub view: StackView,
     pub format: String,
     pub report: Value,
+}
+
+/// A compiled prompt laid out for display and draft diffs (made by `compile::preview`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    pub stack_id: String,
+    /// UTC ISO time of the compilation.
+    pub generated_at: String,
+    pub system: Section,
+    pub messages: Vec<Section>,
+    /// UTF-16 length of every section's content.
+    pub total_chars: usize,
+    /// `ceil(total_chars / 4)`.
+    pub approx_tokens: usize,
+    /// Load diagnostics, then the compiler's (system, then messages), then one info per enabled
+    /// finalize rule.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// `POST /api/stacks/:sel/preview`: the draft (or saved stack) compiled against the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackPreview {
+    pub ok: bool,
+    /// The stack's `scope:id` (a new draft's id).
+    pub stack_id: String,
+    /// Compiled against a live Pi session's facts.
+    pub live_host: bool,
+    /// The preview as markdown text.
+    pub text: String,
+    pub diagnostics: Vec<Diagnostic>,
+    pub preview: Preview,
+    /// The compiler's whole output (`compile::Compiled`).
+    pub compiled: Value,
 }
 
 /// `POST /api/reload` → `{ok, generation, changed, activeId}`.

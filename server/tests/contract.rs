@@ -10,8 +10,8 @@ use std::time::Duration;
 use forge_core::api::{
     Activated, Applied, CapabilityList, CapabilityView, Deleted, EffectiveBindings, ErrorBody,
     ImportPreview, Imported, LiveView, Meta, ProfileCollection, ProfilePreview, ProfileStatus,
-    ProfileValidation, ProfileView, Reloaded, Resources, Saved, StackDeleted, StackList, StackView,
-    Validation,
+    ProfileValidation, ProfileView, Reloaded, Resources, Saved, StackDeleted, StackList,
+    StackPreview, StackView, Validation,
 };
 use forge_core::json::to_compact;
 use forge_core::runtime::RuntimeSnapshot;
@@ -167,6 +167,21 @@ fn every_answer_the_editor_reads_is_its_contract_struct_exactly() {
         .filter(|d| d.is_error())
         .count();
     assert_eq!((validation.errors, errors), (1, 1));
+
+    let saved_preview: StackPreview = f.post(
+        "/api/stacks/project:alpha/preview",
+        &json!({}),
+        StatusCode::OK,
+    );
+    assert_eq!(saved_preview.stack_id, "project:alpha");
+    assert_eq!(saved_preview.preview.system.content, "You are careful.");
+    let draft: Value = serde_json::from_str(&ALPHA.replace("careful", "brief")).unwrap();
+    let draft_preview: StackPreview = f.post(
+        "/api/stacks/project:alpha/preview",
+        &json!({ "stack": draft }),
+        StatusCode::OK,
+    );
+    assert_eq!(draft_preview.preview.system.content, "You are brief.");
 
     // Writes: create, save, a stale save, fork, import, delete.
     let mut beta: Value = serde_json::from_str(ALPHA).unwrap();

@@ -167,18 +167,12 @@ pub async fn post(path: &str, body: &Value) -> Result<Value, ApiError> {
     call(Method::Post, path, Some(body), None).await
 }
 
-/// Lenient accessors over JSON that is not in the contract yet (a missing member reads as
-/// empty). Two readers are left: `preview.rs` reads `POST /api/stacks/:sel/preview`, whose
-/// `preview` is forge-core's compiler output (the `compile` module is left out of the browser
-/// build with the `regex` feature, so its types are not available here), and `events.rs` reads
-/// the `changed` event, which the server writes from its own `state::ChangeEvent`. Everything
-/// else reads its contract struct.
+/// Lenient accessors (a missing member reads as empty) for the one body that is not in the
+/// contract yet: the `changed` event `events.rs` reads, which the server writes from its own
+/// `state::ChangeEvent` (its `&'static str` kinds would have to become owned strings to move
+/// into forge-core). Every answer of the JSON API reads its contract struct instead.
 pub fn s(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-pub fn n(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 pub fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {

@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use forge_core::api::{Activated, StackDeleted, StackView, Validation};
+use forge_core::api::{Activated, StackDeleted, StackPreview, StackView, Validation};
 use forge_core::canonical::revision;
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::id::{parse_selector, Selector};
@@ -19,7 +19,7 @@ use forge_core::workspace::{
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{etag, ok_json, ok_typed, resource_object, JsonBody};
+use super::extract::{etag, ok_typed, resource_object, JsonBody};
 use super::views::{stack_detail, with_etag};
 use super::write::{
     delete_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
@@ -337,18 +337,19 @@ async fn preview(
         let compiled = compile::compile(&input);
         let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
         let text = compile::preview_text(&preview);
-        json!({
-            "ok": true,
-            "stackId": label,
-            "liveHost": runtime.live,
-            "text": text,
-            "diagnostics": preview.diagnostics,
-            "preview": preview,
-            "compiled": compiled,
+        serde_json::to_value(&compiled).map(|compiled| StackPreview {
+            ok: true,
+            stack_id: label,
+            live_host: runtime.live,
+            text,
+            diagnostics: preview.diagnostics.clone(),
+            preview,
+            compiled,
         })
     })
-    .await?;
-    Ok(ok_json(&result))
+    .await?
+    .map_err(|e| ApiError::internal(format!("Could not serialize the compiled prompt: {e}")))?;
+    Ok(ok_typed(&result))
 }
 
 /// `POST /api/stacks/:sel/activate` → `{ok, activeId}`: the live Pi session makes the stack its
