@@ -71,14 +71,14 @@ pub fn seg(text: &str) -> String {
     out
 }
 
-/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's JSON body is
-/// returned (`Null` when empty); anything else becomes an [`ApiError`].
-pub async fn call(
+/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's text is
+/// returned; anything else becomes an [`ApiError`].
+async fn send(
     method: Method,
     path: &str,
     body: Option<&Value>,
     if_match: Option<&str>,
-) -> Result<Value, ApiError> {
+) -> Result<String, ApiError> {
     let builder: RequestBuilder = match method {
         Method::Get => Request::get(path),
         Method::Post => Request::post(path),
@@ -105,16 +105,11 @@ pub async fn call(
         .text()
         .await
         .map_err(|e| ApiError::transport(e.to_string()))?;
-    let json: Value = if text.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap_or(Value::String(text))
-    };
     if (200..300).contains(&status) {
-        return Ok(json);
+        return Ok(text);
     }
     // A proxy or a crash may answer without the contract's body: the status says it then.
-    let body = serde_json::from_value::<ErrorBody>(json).unwrap_or_default();
+    let body = serde_json::from_str::<ErrorBody>(&text).unwrap_or_default();
     let message = if body.error.is_empty() {
         format!("The server answered {status}.")
     } else {
@@ -133,9 +128,28 @@ pub async fn call(
     })
 }
 
-/// An answer read into its contract struct.
-pub fn read<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
-    serde_json::from_value(value).map_err(|e| {
+/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's JSON body is
+/// returned (`Null` when empty); anything else becomes an [`ApiError`].
+pub async fn call(
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    if_match: Option<&str>,
+) -> Result<Value, ApiError> {
+    let text = send(method, path, body, if_match).await?;
+    Ok(if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    })
+}
+
+/// An answer's text read into its contract struct. Read straight from the text, not through a
+/// `Value`. A write's answer (`Saved<T>`, `T` flattened beside `ok`) is read as its `T`:
+/// unknown members are ignored, and a flattened `T` would be deserialized a second way (through
+/// serde's buffered content), which costs bundle size for nothing.
+pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    serde_json::from_str(text).map_err(|e| {
         let name = std::any::type_name::<T>();
         ApiError::invalid_answer(name.rsplit("::").next().unwrap_or(name), e)
     })
@@ -148,15 +162,15 @@ pub async fn call_as<T: DeserializeOwned>(
     body: Option<&Value>,
     if_match: Option<&str>,
 ) -> Result<T, ApiError> {
-    read(call(method, path, body, if_match).await?)
+    read(&send(method, path, body, if_match).await?)
 }
 
 pub async fn get_as<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
-    read(get(path).await?)
+    call_as(Method::Get, path, None, None).await
 }
 
 pub async fn post_as<T: DeserializeOwned>(path: &str, body: &Value) -> Result<T, ApiError> {
-    read(post(path, body).await?)
+    call_as(Method::Post, path, Some(body), None).await
 }
 
 pub async fn get(path: &str) -> Result<Value, ApiError> {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use forge_core::api::{ImportPreview, Imported, Saved, StackView};
+use forge_core::api::{ImportPreview, StackView};
 use forge_core::diag::Level;
 
 use crate::api::{self, seg};
@@ -277,8 +277,9 @@ fn NewStackDialog() -> impl IntoView {
         });
         busy.set(true);
         spawn_local(async move {
-            match api::post_as::<Saved<StackView>>("/api/stacks", &body).await {
-                Ok(Saved { view, .. }) => {
+            // A write answers `Saved<StackView>`; its `ok` is not needed here (see `api::read`).
+            match api::post_as::<StackView>("/api/stacks", &body).await {
+                Ok(view) => {
                     app.dialog.set(None);
                     app.scope
                         .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
@@ -353,8 +354,8 @@ fn ForkDialog() -> impl IntoView {
         let body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
         let path = format!("/api/stacks/{}/fork", seg(&source));
         spawn_local(async move {
-            match api::post_as::<Saved<StackView>>(&path, &body).await {
-                Ok(Saved { view, .. }) => {
+            match api::post_as::<StackView>(&path, &body).await {
+                Ok(view) => {
                     app.dialog.set(None);
                     if dirty {
                         app.say(
@@ -528,11 +529,11 @@ fn ImportDialog() -> impl IntoView {
         let scope_v = scope.get_untracked();
         busy.set(true);
         spawn_local(async move {
-            let result = api::post_as::<Saved<Imported>>("/api/stacks/import", &body).await;
+            // `Saved<Imported>`: the view is all the editor needs.
+            let result = api::post_as::<StackView>("/api/stacks/import", &body).await;
             busy.set(false);
             match result {
-                Ok(saved) => {
-                    let view = saved.view.view;
+                Ok(view) => {
                     app.dialog.set(None);
                     app.say(format!("Imported {new_id}"), Tone::Ok);
                     let selector = view.common.selector.clone();

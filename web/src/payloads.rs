@@ -109,15 +109,11 @@ impl RunDiffState {
             format!("/api/payloads/diff?{}", query.join("&"))
         };
         spawn_local(async move {
-            let answer = api::get(&path).await;
+            let answer = api::get_as::<RunDiff>(&path).await;
             if self.seq.get_value() != my {
                 return;
             }
-            self.result.set(Some(match answer {
-                Ok(v) => serde_json::from_value::<RunDiff>(v)
-                    .map_err(|e| format!("This run diff could not be read: {e}")),
-                Err(e) => Err(e.message),
-            }));
+            self.result.set(Some(answer.map_err(|e| e.message)));
         });
     }
 }
@@ -214,14 +210,11 @@ fn fetch_list(app: App, p: Payloads) {
     let my = p.list_seq.get_value() + 1;
     p.list_seq.set_value(my);
     spawn_local(async move {
-        let answer = api::get("/api/payloads").await;
+        let answer = api::get_as::<PayloadList>("/api/payloads").await;
         if p.list_seq.get_value() != my {
             return;
         }
-        match answer.and_then(|v| {
-            serde_json::from_value::<PayloadList>(v)
-                .map_err(|e| api::ApiError::invalid_answer("capture list", e))
-        }) {
+        match answer {
             Ok(list) => {
                 let previous_latest = p.list.with_untracked(|l| {
                     l.as_ref()

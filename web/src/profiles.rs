@@ -10,7 +10,7 @@ use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
 use forge_core::api::{
-    Applied, CurrentChoice, Deleted, ProfileCollection, ProfileValidation, ProfileView, Saved,
+    Applied, CurrentChoice, Deleted, ProfileCollection, ProfileValidation, ProfileView,
 };
 use forge_core::diag::{Diagnostic, Level};
 
@@ -725,7 +725,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
         let result = match &editing.selector {
             Some(sel) => {
                 let rev = force.or(editing.revision.clone());
-                api::call_as::<Saved<ProfileView>>(
+                api::call_as::<ProfileView>(
                     Method::Put,
                     &format!("/api/profiles/{}", seg(sel)),
                     Some(&json!({ "profile": draft })),
@@ -734,7 +734,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
                 .await
             }
             None => {
-                api::post_as::<Saved<ProfileView>>(
+                api::post_as::<ProfileView>(
                     "/api/profiles",
                     &json!({ "profile": draft, "scope": p.scope.get_untracked() }),
                 )
@@ -750,7 +750,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
                 );
                 p.editing.set(None);
                 p.conflict.set(None);
-                p.selected.set(Some(view.view.common.selector));
+                p.selected.set(Some(view.common.selector));
                 refresh(app, p);
             }
             Err(e) if e.is_stale() => {

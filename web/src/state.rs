@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use forge_core::api::{Activated, LiveView, Reloaded, Resources, Saved, StackList, StackView};
+use forge_core::api::{Activated, LiveView, Reloaded, Resources, StackList, StackView};
 
 use crate::api::{self, seg, ApiError, Method};
 
@@ -686,9 +686,7 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
     spawn_local(async move {
         let path = format!("/api/stacks/{}", seg(&loaded.selector));
         let result =
-            api::call_as::<Saved<StackView>>(Method::Put, &path, Some(&body), Some(&revision))
-                .await
-                .map(|saved| saved.view);
+            api::call_as::<StackView>(Method::Put, &path, Some(&body), Some(&revision)).await;
         ed.busy.set(false);
         let pending = ed.pending_change.try_update_value(Option::take).flatten();
         // Another stack was opened (or this one reloaded) meanwhile: the answer is not the
