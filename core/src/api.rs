@@ -546,6 +546,57 @@ pub struct EffectiveBindings {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Events
+
+/// What changed for one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// Who caused a change: this server's own write, or anything else (an editor, git, a script).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    #[serde(rename = "self")]
+    Own,
+    External,
+}
+
+/// One changed resource file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// `stack`, `profile`, `capability` or `config`.
+    pub kind: String,
+    /// `scope:id` (`project:config` for the config file).
+    pub key: String,
+    /// Absolute path on disk.
+    pub path: String,
+    /// The new revision; `null` after a delete.
+    pub revision: Option<String>,
+    pub change: ChangeKind,
+    pub origin: Origin,
+}
+
+/// The payload of one `changed` server-sent event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeEvent {
+    /// Always `changed`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Increases by one with every published change set.
+    pub generation: u64,
+    pub changes: Vec<FileChange>,
+    /// The workspace-level problems (a resource folder that cannot be listed), present only
+    /// when they changed with this reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<Diagnostic>>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Meta, the live session, the runtime
 
 /// The connected Pi session (the members of [`LiveView`] beside `connected: true`).
@@ -673,6 +724,17 @@ mod tests {
             "details": {"diagnostics": []}, "currentRevision": "sha256:ab", "current": null
         }));
         round_trip::<LiveView>(json!({"connected": false}));
+        round_trip::<ChangeEvent>(json!({
+            "type": "changed", "generation": 3,
+            "changes": [{
+                "kind": "stack", "key": "project:a", "path": "/p/a.json", "revision": null,
+                "change": "deleted", "origin": "self"
+            }]
+        }));
+        round_trip::<ChangeEvent>(json!({
+            "type": "changed", "generation": 4, "changes": [],
+            "problems": [{"level": "error", "message": "Cannot list /p."}]
+        }));
         round_trip::<ResourceView>(json!({
             "selector": "project:a", "id": "a", "scope": "project", "path": "/p/a.json",
             "filePath": "/p/a.json", "revision": "", "sourceRevision": "",

@@ -180,18 +180,3 @@ pub async fn get(path: &str) -> Result<Value, ApiError> {
 pub async fn post(path: &str, body: &Value) -> Result<Value, ApiError> {
     call(Method::Post, path, Some(body), None).await
 }
-
-/// Lenient accessors (a missing member reads as empty) for the one body that is not in the
-/// contract yet: the `changed` event `events.rs` reads, which the server writes from its own
-/// `state::ChangeEvent` (its `&'static str` kinds would have to become owned strings to move
-/// into forge-core). Every answer of the JSON API reads its contract struct instead.
-pub fn s(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-pub fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
