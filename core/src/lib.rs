@@ -6,6 +6,7 @@
 //! See `docs/architecture.md` for the code map.
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod canonical;
 pub mod capability;
 #[cfg(feature = "regex")]

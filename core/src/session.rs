@@ -11,8 +11,9 @@
 //! successful apply records, and compare it with the live facts (drift).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use crate::api::{Change, Drift, FieldDrift, LastApplied};
 use crate::id::Scope;
 use crate::profile::{AgentProfile, ModelRef};
 use crate::workspace::{RestoredStack, WorkspaceSnapshot};
@@ -176,13 +177,14 @@ fn model_of(value: &Value) -> Option<ModelRef> {
 }
 
 /// `lastApplied` of the profile status (A6): the provenance plus `sourceState`
-/// (`missing` | `unchanged` | `changed`) and `drift` of each field against `current`.
-/// `source` is the loaded profile whose file is `provenance.sourcePath`, if any.
+/// (`missing` | `unchanged` | `changed`), `drift` of each field against `current` and the names
+/// of the fields that `drifted`. `source` is the loaded profile whose file is
+/// `provenance.sourcePath`, if any.
 pub fn last_applied(
     provenance: &Value,
     source: Option<&AgentProfile>,
     current: &LiveChoice,
-) -> Value {
+) -> LastApplied {
     let source_state = match source {
         None => "missing",
         Some(p)
@@ -203,66 +205,73 @@ pub fn last_applied(
         .get("promptStack")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let drift = |expected: Value, actual: Value, changed: bool| json!({ "expected": expected, "actual": actual, "changed": changed });
-    let mut map = Map::new();
-    map.insert("provenance".into(), provenance.clone());
-    map.insert("sourceState".into(), Value::from(source_state));
-    map.insert(
-        "drift".into(),
-        json!({
-            "model": drift(
-                model_value(expected_model.as_ref()),
-                model_value(current.model.as_ref()),
-                expected_model != current.model,
-            ),
-            "thinkingLevel": drift(
-                json!(expected_thinking),
-                json!(current.thinking_level),
-                expected_thinking != current.thinking_level,
-            ),
-            "promptStack": drift(
-                json!(expected_stack),
-                json!(current.prompt_stack),
-                expected_stack != current.prompt_stack,
-            ),
-        }),
-    );
-    Value::Object(map)
+    let drift = Drift {
+        model: FieldDrift {
+            expected: model_value(expected_model.as_ref()),
+            actual: model_value(current.model.as_ref()),
+            changed: expected_model != current.model,
+        },
+        thinking_level: FieldDrift {
+            expected: json!(expected_thinking),
+            actual: json!(current.thinking_level),
+            changed: expected_thinking != current.thinking_level,
+        },
+        prompt_stack: FieldDrift {
+            expected: json!(expected_stack),
+            actual: json!(current.prompt_stack),
+            changed: expected_stack != current.prompt_stack,
+        },
+    };
+    let mut view = LastApplied {
+        provenance: provenance.clone(),
+        source_state: source_state.to_string(),
+        drift,
+        drifted: Vec::new(),
+    };
+    view.drifted = drifted(&view).into_iter().map(str::to_string).collect();
+    view
 }
 
 /// What an apply changed: `[{field, from, to}]` for model, thinking level and Preset, in that
 /// order, leaving out what stayed the same.
-pub fn changes(before: &LiveChoice, after: &LiveChoice) -> Vec<Value> {
+pub fn changes(before: &LiveChoice, after: &LiveChoice) -> Vec<Change> {
     let mut out = Vec::new();
     if before.model != after.model {
-        out.push(json!({
-            "field": "model",
-            "from": model_value(before.model.as_ref()),
-            "to": model_value(after.model.as_ref()),
-        }));
+        out.push(Change {
+            field: "model".into(),
+            from: model_value(before.model.as_ref()),
+            to: model_value(after.model.as_ref()),
+        });
     }
     if before.thinking_level != after.thinking_level {
-        out.push(json!({"field": "thinkingLevel", "from": before.thinking_level, "to": after.thinking_level}));
+        out.push(Change {
+            field: "thinkingLevel".into(),
+            from: json!(before.thinking_level),
+            to: json!(after.thinking_level),
+        });
     }
     if before.prompt_stack != after.prompt_stack {
-        out.push(
-            json!({"field": "promptStack", "from": before.prompt_stack, "to": after.prompt_stack}),
-        );
+        out.push(Change {
+            field: "promptStack".into(),
+            from: json!(before.prompt_stack),
+            to: json!(after.prompt_stack),
+        });
     }
     out
 }
 
-/// Whether any field of a `last_applied` view drifted.
-pub fn drifted(last_applied: &Value) -> Vec<&'static str> {
-    ["model", "thinkingLevel", "promptStack"]
-        .into_iter()
-        .filter(|k| {
-            last_applied
-                .pointer(&format!("/drift/{k}/changed"))
-                .and_then(Value::as_bool)
-                == Some(true)
-        })
-        .collect()
+/// The fields of a `last_applied` view that drifted.
+pub fn drifted(last_applied: &LastApplied) -> Vec<&'static str> {
+    let drift = &last_applied.drift;
+    [
+        ("model", &drift.model),
+        ("thinkingLevel", &drift.thinking_level),
+        ("promptStack", &drift.prompt_stack),
+    ]
+    .into_iter()
+    .filter(|(_, d)| d.changed)
+    .map(|(k, _)| k)
+    .collect()
 }
 
 #[cfg(test)]
@@ -330,7 +339,7 @@ mod tests {
         assert_eq!(state.provenance, Some(Some(p.clone())));
 
         let same = last_applied(&p, Some(&profile()), &applied);
-        assert_eq!(same["sourceState"], "unchanged");
+        assert_eq!(same.source_state, "unchanged");
         assert!(drifted(&same).is_empty());
 
         let moved = LiveChoice {
@@ -338,18 +347,25 @@ mod tests {
             ..applied.clone()
         };
         let view = last_applied(&p, None, &moved);
-        assert_eq!(view["sourceState"], "missing");
+        assert_eq!(view.source_state, "missing");
         assert_eq!(drifted(&view), vec!["model"]);
+        assert_eq!(view.drifted, vec!["model"]);
         assert_eq!(
             changes(&moved, &applied),
-            vec![
-                json!({"field": "model", "from": {"provider":"fake","id":"m2"}, "to": {"provider":"fake","id":"m1"}})
-            ]
+            vec![Change {
+                field: "model".into(),
+                from: json!({"provider":"fake","id":"m2"}),
+                to: json!({"provider":"fake","id":"m1"}),
+            }]
         );
-        assert_eq!(changes(&applied, &applied), Vec::<Value>::new());
+        assert_eq!(changes(&applied, &applied), Vec::<Change>::new());
         assert_eq!(
-            view["drift"]["model"],
-            json!({"expected": {"provider":"fake","id":"m1"}, "actual": {"provider":"fake","id":"m2"}, "changed": true})
+            view.drift.model,
+            FieldDrift {
+                expected: json!({"provider":"fake","id":"m1"}),
+                actual: json!({"provider":"fake","id":"m2"}),
+                changed: true,
+            }
         );
     }
 }

@@ -12,6 +12,7 @@
 //! take over. A host whose stream does not attach within [`ATTACH_GRACE`], or whose stream ends,
 //! is gone: session-bound routes answer 503 `no_live_session` from then on.
 
+use forge_core::api::{LiveSession, LiveView, Model, ModelChoice};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -22,7 +23,7 @@ use forge_core::runtime::{Clock, ContextFile, ModelInfo, RuntimeSnapshot, SkillI
 use forge_core::session::{LiveChoice, Restored, SessionEntry};
 use forge_core::workspace::{StackEntry, WorkspaceSnapshot};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
 /// Version of the host protocol; `hello` names the one the extension speaks.
@@ -194,7 +195,7 @@ struct Inner {
 /// The one owner of the live-session state.
 pub struct LiveHub {
     inner: Mutex<Inner>,
-    view: watch::Sender<Value>,
+    view: watch::Sender<LiveView>,
 }
 
 impl Default for LiveHub {
@@ -250,7 +251,7 @@ pub(crate) fn now_iso() -> String {
 
 impl LiveHub {
     pub fn new() -> LiveHub {
-        let (view, _) = watch::channel(json!({ "connected": false }));
+        let (view, _) = watch::channel(LiveView::default());
         LiveHub {
             inner: Mutex::new(Inner::default()),
             view,
@@ -263,33 +264,38 @@ impl LiveHub {
     }
 
     /// Browser-facing view of the live session; changes are published to [`Self::watch`].
-    pub fn view(&self) -> Value {
+    pub fn view(&self) -> LiveView {
         self.view.borrow().clone()
     }
 
-    pub fn watch(&self) -> watch::Receiver<Value> {
+    pub fn watch(&self) -> watch::Receiver<LiveView> {
         self.view.subscribe()
     }
 
     fn publish(&self, inner: &Inner) {
         let view = match &inner.host {
-            Some(host) if host.stream.is_some() => json!({
-                "connected": true,
-                "piVersion": host.info.pi_version,
-                "extensionVersion": host.info.extension_version,
-                "serverVersion": env!("CARGO_PKG_VERSION"),
-                "versionMismatch": host.info.extension_version != env!("CARGO_PKG_VERSION"),
-                "mode": host.info.mode,
-                "sessionId": host.info.session_id,
-                "sessionFile": host.info.session_file,
-                "projectTrusted": host.info.project_trusted,
-                "connectedAt": host.info.connected_at,
-                "model": host.facts.model.as_ref().map(|m| json!({"provider": m.provider, "id": m.id})),
-                "thinkingLevel": host.facts.thinking_level,
-                "activeStackId": host.active_stack,
-                "provenance": host.provenance,
-            }),
-            _ => json!({ "connected": false }),
+            Some(host) if host.stream.is_some() => LiveView {
+                connected: true,
+                session: Some(LiveSession {
+                    pi_version: host.info.pi_version.clone(),
+                    extension_version: host.info.extension_version.clone(),
+                    server_version: env!("CARGO_PKG_VERSION").to_string(),
+                    version_mismatch: host.info.extension_version != env!("CARGO_PKG_VERSION"),
+                    mode: host.info.mode.clone(),
+                    session_id: host.info.session_id.clone(),
+                    session_file: host.info.session_file.clone(),
+                    project_trusted: host.info.project_trusted,
+                    connected_at: host.info.connected_at.clone(),
+                    model: host.facts.model.as_ref().map(|m| Model {
+                        provider: m.provider.clone(),
+                        id: m.id.clone(),
+                    }),
+                    thinking_level: host.facts.thinking_level.clone(),
+                    active_stack_id: host.active_stack.clone(),
+                    provenance: host.provenance.clone(),
+                }),
+            },
+            _ => LiveView::default(),
         };
         self.view.send_if_modified(|current| {
             if *current == view {
@@ -615,12 +621,16 @@ impl HostView<'_> {
     }
 
     /// The models Pi has credentials for, as `{provider, id, name?}`.
-    pub fn models(&self) -> Vec<Value> {
+    pub fn models(&self) -> Vec<ModelChoice> {
         self.host
             .facts
             .models
             .iter()
-            .map(|m| serde_json::json!({"provider": m.provider, "id": m.id, "name": m.name}))
+            .map(|m| ModelChoice {
+                provider: m.provider.clone(),
+                id: m.id.clone(),
+                name: m.name.clone(),
+            })
             .collect()
     }
 }

@@ -20,58 +20,13 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use forge_core::diag::Diagnostic;
 use forge_core::workspace::{self, FileRef, FsStore, LoadOptions, Loaded, WorkspaceSnapshot};
-use serde::Serialize;
 use tokio::sync::{broadcast, Mutex, MutexGuard};
 
 /// Capacity of the event channel; a subscriber that falls further behind gets a `resync`.
 const EVENT_CAPACITY: usize = 256;
 
-/// What changed for one file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeKind {
-    Created,
-    Updated,
-    Deleted,
-}
-
-/// Who caused a change: this server's own write, or anything else (an editor, git, a script).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    #[serde(rename = "self")]
-    Own,
-    External,
-}
-
-/// One changed resource file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Change {
-    /// `stack`, `profile`, `capability` or `config`.
-    pub kind: &'static str,
-    /// `scope:id` (`project:config` for the config file).
-    pub key: String,
-    /// Absolute path on disk.
-    pub path: String,
-    /// The new revision; `null` after a delete.
-    pub revision: Option<String>,
-    pub change: ChangeKind,
-    pub origin: Origin,
-}
-
-/// The payload of one `changed` server-sent event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Event {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// Increases by one with every published change set.
-    pub generation: u64,
-    pub changes: Vec<Change>,
-    /// The workspace-level problems (a resource folder that cannot be listed), present only
-    /// when they changed with this reload.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problems: Option<Vec<Diagnostic>>,
-}
+// The `changed` event is part of the web ↔ server contract (`forge_core::api`).
+pub use forge_core::api::{ChangeEvent as Event, ChangeKind, FileChange as Change, Origin};
 
 /// Identity of a loaded file in a snapshot, for diffing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,7 +126,7 @@ pub fn diff(
             _ => continue,
         };
         changes.push(Change {
-            kind: state.kind,
+            kind: state.kind.to_string(),
             key: state.key.clone(),
             path: state.path.clone(),
             revision: (change != ChangeKind::Deleted).then(|| state.revision.clone()),
@@ -236,7 +191,7 @@ impl WorkspaceHandle {
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = self.events.send(Event {
-            kind: "changed",
+            kind: "changed".to_string(),
             generation,
             changes: Vec::new(),
             problems: Some(self.problems()),
@@ -316,7 +271,7 @@ impl WorkspaceHandle {
         }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let event = Event {
-            kind: "changed",
+            kind: "changed".to_string(),
             generation,
             changes,
             problems,
@@ -370,7 +325,7 @@ mod tests {
             .iter()
             .map(|c| {
                 (
-                    c.kind,
+                    c.kind.as_str(),
                     c.key.as_str(),
                     c.change,
                     c.origin,
@@ -434,10 +389,10 @@ mod tests {
     #[test]
     fn events_serialize_with_the_wire_names() {
         let event = Event {
-            kind: "changed",
+            kind: "changed".to_string(),
             generation: 3,
             changes: vec![Change {
-                kind: "stack",
+                kind: "stack".to_string(),
                 key: "project:a".into(),
                 path: "/p/.pi/forge/prompt-stacks/a.json".into(),
                 revision: None,

@@ -1,9 +1,16 @@
 //! The JSON API client: every request the app makes goes through [`call`].
 //!
+//! Answers are read into forge-core's contract structs ([`forge_core::api`]) with [`get_as`],
+//! [`post_as`] and [`call_as`]: the server writes the same types, so a renamed member is a
+//! compile error, and an answer that does not read is an error (`invalid_answer`), never a
+//! silently empty field.
+//!
 //! The session cookie travels with every same-origin request, and the browser adds the
 //! `Origin` header the server checks on writes, so nothing here handles credentials.
 
+use forge_core::api::ErrorBody;
 use gloo_net::http::{Request, RequestBuilder};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A failed request: the server's `{error, code, ...}` body, or a transport failure.
@@ -13,8 +20,9 @@ pub struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
-    /// The whole error body (`currentRevision`, `current`, `details`, ...).
-    pub body: Value,
+    /// The error body (`currentRevision`, `current`, `details`, ...); empty members when the
+    /// answer was not one. Boxed: it is rare and large, and results stay small.
+    pub body: Box<ErrorBody>,
 }
 
 impl ApiError {
@@ -23,7 +31,17 @@ impl ApiError {
             status: 0,
             code: "network".into(),
             message: format!("The pi-forge server did not answer: {message}"),
-            body: Value::Null,
+            body: Box::default(),
+        }
+    }
+
+    /// A 2xx answer that does not read as the contract's `what`.
+    pub fn invalid_answer(what: &str, error: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            status: 200,
+            code: "invalid_answer".into(),
+            message: format!("The {what} could not be read: {error}"),
+            body: Box::default(),
         }
     }
 
@@ -53,14 +71,14 @@ pub fn seg(text: &str) -> String {
     out
 }
 
-/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's JSON body is
-/// returned (`Null` when empty); anything else becomes an [`ApiError`].
-pub async fn call(
+/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's text is
+/// returned; anything else becomes an [`ApiError`].
+async fn send(
     method: Method,
     path: &str,
     body: Option<&Value>,
     if_match: Option<&str>,
-) -> Result<Value, ApiError> {
+) -> Result<String, ApiError> {
     let builder: RequestBuilder = match method {
         Method::Get => Request::get(path),
         Method::Post => Request::post(path),
@@ -87,30 +105,72 @@ pub async fn call(
         .text()
         .await
         .map_err(|e| ApiError::transport(e.to_string()))?;
-    let json: Value = if text.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap_or(Value::String(text))
-    };
     if (200..300).contains(&status) {
-        return Ok(json);
+        return Ok(text);
     }
-    let message = json
-        .get("error")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("The server answered {status}."));
-    let code = json
-        .get("code")
-        .and_then(Value::as_str)
-        .unwrap_or("error")
-        .to_string();
+    // A proxy or a crash may answer without the contract's body: the status says it then.
+    let body = serde_json::from_str::<ErrorBody>(&text).unwrap_or_default();
+    let message = if body.error.is_empty() {
+        format!("The server answered {status}.")
+    } else {
+        body.error.clone()
+    };
+    let code = if body.code.is_empty() {
+        "error".to_string()
+    } else {
+        body.code.clone()
+    };
     Err(ApiError {
         status,
         code,
         message,
-        body: json,
+        body: Box::new(body),
     })
+}
+
+/// Sends one request; `if_match` becomes an `If-Match` header. A 2xx answer's JSON body is
+/// returned (`Null` when empty); anything else becomes an [`ApiError`].
+pub async fn call(
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    if_match: Option<&str>,
+) -> Result<Value, ApiError> {
+    let text = send(method, path, body, if_match).await?;
+    Ok(if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    })
+}
+
+/// An answer's text read into its contract struct. Read straight from the text, not through a
+/// `Value`. A write's answer (`Saved<T>`, `T` flattened beside `ok`) is read as its `T`:
+/// unknown members are ignored, and a flattened `T` would be deserialized a second way (through
+/// serde's buffered content), which costs bundle size for nothing.
+pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    serde_json::from_str(text).map_err(|e| {
+        let name = std::any::type_name::<T>();
+        ApiError::invalid_answer(name.rsplit("::").next().unwrap_or(name), e)
+    })
+}
+
+/// [`call`], its answer read as `T`.
+pub async fn call_as<T: DeserializeOwned>(
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    if_match: Option<&str>,
+) -> Result<T, ApiError> {
+    read(&send(method, path, body, if_match).await?)
+}
+
+pub async fn get_as<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
+    call_as(Method::Get, path, None, None).await
+}
+
+pub async fn post_as<T: DeserializeOwned>(path: &str, body: &Value) -> Result<T, ApiError> {
+    call_as(Method::Post, path, Some(body), None).await
 }
 
 pub async fn get(path: &str) -> Result<Value, ApiError> {
@@ -119,28 +179,4 @@ pub async fn get(path: &str) -> Result<Value, ApiError> {
 
 pub async fn post(path: &str, body: &Value) -> Result<Value, ApiError> {
     call(Method::Post, path, Some(body), None).await
-}
-
-/// Small accessors over API JSON (responses are read leniently: a missing member is empty).
-pub fn s(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-pub fn opt_s(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-pub fn n(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
-pub fn b(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
-pub fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }

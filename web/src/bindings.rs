@@ -10,10 +10,12 @@
 
 use std::sync::Arc;
 
+use forge_core::api::CapabilityList;
 use forge_core::capability::{self, tools::tool_delta, ToolPatch};
 use forge_core::diag::Diagnostic;
 use forge_core::diff::text::{diff_lines, DiffLine, LineTag};
 use forge_core::id::{ResourceKey, Scope};
+use forge_core::runtime::RuntimeSnapshot;
 use forge_core::stack::{parse_stack_value, ParseOptions};
 use forge_core::workspace::{Dir, FileRef, Loaded, WorkspaceSnapshot};
 use leptos::prelude::*;
@@ -21,7 +23,7 @@ use leptos::task::spawn_local;
 use serde_json::{json, Map, Value};
 use wasm_bindgen::JsCast;
 
-use crate::api::{self, arr, b, s};
+use crate::api;
 use crate::jp;
 use crate::state::{app, StackEditor};
 use crate::toolpicker::ToolList;
@@ -51,39 +53,36 @@ fn follow_library(into: LibrarySignal) {
 /// Fetches `GET /api/capabilities` into `into`.
 fn load_library(into: LibrarySignal) {
     spawn_local(async move {
-        let answer = api::get("/api/capabilities").await;
+        let answer = api::get_as::<CapabilityList>("/api/capabilities").await;
         into.set(Some(answer.map(|v| library_from(&v)).map_err(|e| {
             format!("The capability library could not be read: {}", e.message)
         })));
     });
 }
 
-fn library_from(list: &Value) -> Library {
+fn library_from(list: &CapabilityList) -> Library {
     let mut snapshot = WorkspaceSnapshot {
-        trusted: b(list, "trusted"),
+        trusted: list.trusted,
         ..WorkspaceSnapshot::default()
     };
     let mut choices = Vec::new();
-    for e in arr(list, "capabilities") {
-        let Some(scope) = Scope::parse(&s(e, "scope")) else {
+    for e in &list.capabilities {
+        let Some(scope) = Scope::parse(&e.common.scope) else {
             continue;
         };
-        let id = s(e, "id");
-        let path = s(e, "filePath");
+        let id = e.common.id.clone();
+        let path = e.common.file_path.clone();
         let file_name = path.rsplit('/').next().unwrap_or("").to_string();
         let Ok(file) = FileRef::new(scope, Dir::Capabilities, file_name.clone())
             .or_else(|_| FileRef::new(scope, Dir::Capabilities, "capability.json"))
         else {
             continue;
         };
-        let diagnostics: Vec<Diagnostic> = e
-            .get("diagnostics")
-            .cloned()
-            .and_then(|d| serde_json::from_value(d).ok())
-            .unwrap_or_default();
-        let parsed = match e.get("capability").filter(|v| !v.is_null()) {
+        let diagnostics: Vec<Diagnostic> = e.common.diagnostics.clone();
+        let source_revision = e.common.source_revision.clone();
+        let parsed = match Some(&e.capability).filter(|v| !v.is_null()) {
             Some(raw) => {
-                capability::parse_capability_value(raw.clone(), &file_name, s(e, "sourceRevision"))
+                capability::parse_capability_value(raw.clone(), &file_name, source_revision)
             }
             None => capability::ParsedCapability::fault(
                 &file_name,
@@ -91,7 +90,7 @@ fn library_from(list: &Value) -> Library {
                     .first()
                     .map(|d| d.message.clone())
                     .unwrap_or_else(|| "Capability file could not be read.".into()),
-                s(e, "sourceRevision"),
+                source_revision,
             ),
         };
         let name = parsed
@@ -108,7 +107,7 @@ fn library_from(list: &Value) -> Library {
             key: ResourceKey::new(scope, id),
             file,
             path,
-            revision: s(e, "revision"),
+            revision: e.common.revision.clone(),
             parsed,
             diagnostics,
         };
@@ -728,30 +727,31 @@ pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
     let ed = app.editor;
     // The runtime snapshot lists the tools in registry order, as the live calculation sees them;
     // until it arrives (or when it cannot be read) the resource list stands in.
-    let runtime: RwSignal<Option<Value>> = RwSignal::new(None);
+    let runtime: RwSignal<Option<RuntimeSnapshot>> = RwSignal::new(None);
     spawn_local(async move {
-        if let Ok(v) = api::get("/api/runtime").await {
+        if let Ok(v) = api::get_as::<RuntimeSnapshot>("/api/runtime").await {
             runtime.set(Some(v));
         }
     });
     let rows = Memo::new(move |_| {
-        let from_runtime =
-            runtime.with(|r| r.as_ref().is_some_and(|v| !arr(v, "tools").is_empty()));
-        let source = |r: &Value| -> (Vec<String>, Vec<String>) {
-            let tools = arr(r, "tools");
+        let from_runtime = runtime.with(|r| r.as_ref().is_some_and(|v| !v.tools.is_empty()));
+        let names = |tools: Vec<(String, bool)>| -> (Vec<String>, Vec<String>) {
             (
-                tools.iter().map(|t| s(t, "name")).collect(),
-                tools
-                    .iter()
-                    .filter(|t| b(t, "active"))
-                    .map(|t| s(t, "name"))
-                    .collect(),
+                tools.iter().map(|t| t.0.clone()).collect(),
+                tools.into_iter().filter(|t| t.1).map(|t| t.0).collect(),
             )
         };
         let (registered, active): (Vec<String>, Vec<String>) = if from_runtime {
-            runtime.with(|r| r.as_ref().map(source).unwrap_or_default())
+            names(runtime.with(|r| {
+                r.as_ref()
+                    .map(|r| r.tools.iter().map(|t| (t.name.clone(), t.active)).collect())
+                    .unwrap_or_default()
+            }))
         } else {
-            app.resources.with(source)
+            names(
+                app.resources
+                    .with(|r| r.tools.iter().map(|t| (t.name.clone(), t.active)).collect()),
+            )
         };
         let policy = ed.draft.with(|d| {
             if d.is_null() {

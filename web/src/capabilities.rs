@@ -6,16 +6,17 @@
 //! capability never activates it. The edit form, its banners and delete-with-confirm are the
 //! ones profiles use (`library.rs`).
 
+use forge_core::api::{CapabilityList, CapabilityView};
 use forge_core::capability::{parse_capability_value, MAX_CONTENT_LENGTH};
 use forge_core::diag::Level;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use crate::api::{self, arr, n, s, seg, Method};
+use crate::api::{self, seg, Method};
 use crate::jp;
 use crate::library::{confirm_delete, label, new_id_problem, Form, FormBanners};
-use crate::state::{self, app, App, Surface, Tone};
+use crate::state::{self, app, level_class, App, Surface, Tone};
 use crate::toolpicker::ToolList;
 
 /// Said wherever a save might be mistaken for turning a capability on.
@@ -24,7 +25,7 @@ const NEVER_ACTIVATES: &str = "Saving never activates a capability: a Pi session
 
 #[derive(Clone, Copy)]
 struct Caps {
-    collection: RwSignal<Value>,
+    collection: RwSignal<CapabilityList>,
     loaded: RwSignal<bool>,
     selected: RwSignal<Option<String>>,
     form: Form,
@@ -35,10 +36,10 @@ struct Caps {
 
 fn refresh(app: App, c: Caps) {
     spawn_local(async move {
-        match api::get("/api/capabilities").await {
+        match api::get_as::<CapabilityList>("/api/capabilities").await {
             Ok(v) => {
                 if !c.loaded.get_untracked() {
-                    let k = arr(&v, "capabilities").len();
+                    let k = v.capabilities.len();
                     app.say(
                         format!("{k} capabilit{}", if k == 1 { "y" } else { "ies" }),
                         Tone::Info,
@@ -52,7 +53,7 @@ fn refresh(app: App, c: Caps) {
                     .is_some_and(|sel| entry(c, &sel).is_some());
                 if !exists && c.form.editing.with_untracked(Option::is_none) {
                     let first = c.collection.with_untracked(|col| {
-                        arr(col, "capabilities").first().map(|e| s(e, "selector"))
+                        col.capabilities.first().map(|e| e.common.selector.clone())
                     });
                     c.selected.set(first);
                 }
@@ -62,11 +63,11 @@ fn refresh(app: App, c: Caps) {
     });
 }
 
-fn entry(c: Caps, selector: &str) -> Option<Value> {
+fn entry(c: Caps, selector: &str) -> Option<CapabilityView> {
     c.collection.with_untracked(|col| {
-        arr(col, "capabilities")
+        col.capabilities
             .iter()
-            .find(|e| s(e, "selector") == selector)
+            .find(|e| e.common.selector.clone() == selector)
             .cloned()
     })
 }
@@ -95,8 +96,14 @@ fn new_capability(app: App, c: Caps, content: &str) {
 
 fn start_edit(c: Caps, selector: String) {
     spawn_local(async move {
-        match api::get(&format!("/api/capabilities/{}", seg(&selector))).await {
-            Ok(v) => c.form.open_view(selector, &v, "capability"),
+        match api::get_as::<CapabilityView>(&format!("/api/capabilities/{}", seg(&selector))).await
+        {
+            Ok(v) => c.form.open_saved(
+                selector,
+                v.capability,
+                Some(v.common.revision),
+                v.common.unreadable,
+            ),
             Err(e) => app().fail(&e),
         }
     });
@@ -118,7 +125,7 @@ fn tools_of(v: &Value, which: &str) -> Vec<String> {
 pub fn CapabilitiesSurface() -> impl IntoView {
     let app = app();
     let c = Caps {
-        collection: RwSignal::new(Value::Null),
+        collection: RwSignal::new(CapabilityList::default()),
         loaded: RwSignal::new(false),
         selected: RwSignal::new(None),
         form: Form::new(),
@@ -155,13 +162,13 @@ pub fn CapabilitiesSurface() -> impl IntoView {
                         return view! { <CapabilityEditor/> }.into_any();
                     }
                     let shown = c.selected.get().and_then(|sel| c.collection.with(|col| {
-                        arr(col, "capabilities").iter().find(|e| s(e, "selector") == sel).cloned()
+                        col.capabilities.iter().find(|e| e.common.selector.clone() == sel).cloned()
                     }));
                     match shown {
                         Some(e) => view! { <CapabilityDetail entry=e/> }.into_any(),
                         None => view! {
                             <div class="empty-state">
-                                {move || if c.loaded.get() && c.collection.with(|col| arr(col, "capabilities").is_empty()) {
+                                {move || if c.loaded.get() && c.collection.with(|col| col.capabilities.is_empty()) {
                                     view! {
                                         <h2>"No capabilities yet."</h2>
                                         <p>"A capability is a reusable block of instructions and tool changes that a Pi session can turn on and off, directly or through a Preset's bindings."</p>
@@ -186,15 +193,15 @@ fn CapabilitySidebar() -> impl IntoView {
     let rows = move || {
         let q = c.search.get().trim().to_lowercase();
         c.collection.with(|col| {
-            arr(col, "capabilities")
+            col.capabilities
                 .iter()
                 .filter(|e| {
                     q.is_empty()
-                        || s(e, "selector").to_lowercase().contains(&q)
-                        || jp::get_str(e, "/capability/name")
+                        || e.common.selector.clone().to_lowercase().contains(&q)
+                        || jp::get_str(&e.capability, "/name")
                             .to_lowercase()
                             .contains(&q)
-                        || jp::get_str(e, "/capability/description")
+                        || jp::get_str(&e.capability, "/description")
                             .to_lowercase()
                             .contains(&q)
                 })
@@ -222,13 +229,13 @@ fn CapabilitySidebar() -> impl IntoView {
                         return view! { <li class="empty">{move || if !c.loaded.get() { "Loading…" } else if c.search.with(|q| q.trim().is_empty()) { "No capabilities yet." } else { "No capability matches the filter." }}</li> }.into_any();
                     }
                     rows.into_iter().map(|e| {
-                        let sel = s(&e, "selector");
+                        let sel = e.common.selector.clone();
                         let sel2 = sel.clone();
                         let is_selected = move || c.selected.get().as_deref() == Some(sel2.as_str());
-                        let name = jp::get_str(&e, "/capability/name");
-                        let title = if name.trim().is_empty() { s(&e, "id") } else { name };
-                        let (errors, warnings) = (n(&e, "errors"), n(&e, "warnings"));
-                        let bound: Vec<String> = arr(&e, "boundBy").iter().filter_map(Value::as_str).map(str::to_string).collect();
+                        let name = jp::get_str(&e.capability, "/name");
+                        let title = if name.trim().is_empty() { e.common.id.clone() } else { name };
+                        let (errors, warnings) = (e.common.errors, e.common.warnings);
+                        let bound = e.bound_by.clone();
                         let bound_text = match bound.len() {
                             0 => "not bound".to_string(),
                             1 => format!("bound by {}", bound[0]),
@@ -239,8 +246,8 @@ fn CapabilitySidebar() -> impl IntoView {
                                 <button class="stack-row profile-row capability-row" class:selected=is_selected data-selector=sel.clone()
                                     on:click=move |_| select(sel.clone())>
                                     <span class="row-title">{title}</span>
-                                    <span class="row-id">{s(&e, "selector")}</span>
-                                    <span class="row-badges"><span class="badge muted">{s(&e, "scope")}</span></span>
+                                    <span class="row-id">{e.common.selector.clone()}</span>
+                                    <span class="row-badges"><span class="badge muted">{e.common.scope.clone()}</span></span>
                                     <span class="row-detail">
                                         <span class="row-bound" title=bound.join(", ")>{bound_text}</span>
                                         {(errors > 0).then(|| { let t = format!("{errors} error{}", if errors == 1 { "" } else { "s" }); view! { <span class="badge error" title=t.clone() aria-label=t>{errors}" ✕"</span> } })}
@@ -269,29 +276,22 @@ fn patch_chips(add: Vec<String>, remove: Vec<String>) -> impl IntoView {
 }
 
 #[component]
-fn CapabilityDetail(entry: Value) -> impl IntoView {
+fn CapabilityDetail(entry: CapabilityView) -> impl IntoView {
     let app = app();
     let c = expect_context::<Caps>();
-    let selector = s(&entry, "selector");
-    let scope = s(&entry, "scope");
-    let id = s(&entry, "id");
-    let cap = entry.get("capability").cloned().unwrap_or(Value::Null);
+    let selector = entry.common.selector.clone();
+    let scope = entry.common.scope.clone();
+    let id = entry.common.id.clone();
+    let cap = entry.capability.clone();
     let name = jp::get_str(&cap, "/name");
     let description = jp::get_str(&cap, "/description");
     let content = jp::get_str(&cap, "/content");
-    let path = s(&entry, "path");
-    let revision = s(&entry, "revision");
-    let source_revision = s(&entry, "sourceRevision");
-    let unreadable = entry
-        .get("unreadable")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let diagnostics = arr(&entry, "diagnostics").to_vec();
-    let bound: Vec<String> = arr(&entry, "boundBy")
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let path = entry.common.path.clone();
+    let revision = entry.common.revision.clone();
+    let source_revision = entry.common.source_revision.clone();
+    let unreadable = entry.common.unreadable.clone();
+    let diagnostics = entry.common.diagnostics.clone();
+    let bound = entry.bound_by.clone();
     let scope_for_ro = scope.clone();
     let read_only = move || {
         read_only_reason(app, &scope_for_ro).or_else(|| {
@@ -329,9 +329,9 @@ fn CapabilityDetail(entry: Value) -> impl IntoView {
     let fork_problem = move || {
         let id = fork_id.get();
         let taken = c.collection.with(|col| {
-            arr(col, "capabilities")
+            col.capabilities
                 .iter()
-                .any(|e| s(e, "id") == id && s(e, "scope") == other)
+                .any(|e| e.common.id == id && e.common.scope == other)
         });
         new_id_problem(&id, other, "capability", taken).or_else(|| read_only_reason(app, other))
     };
@@ -339,9 +339,14 @@ fn CapabilityDetail(entry: Value) -> impl IntoView {
         let sel = sel_fork.clone();
         let body = json!({ "id": fork_id.get_untracked(), "scope": other });
         spawn_local(async move {
-            match api::post(&format!("/api/capabilities/{}/fork", seg(&sel)), &body).await {
+            match api::post_as::<CapabilityView>(
+                &format!("/api/capabilities/{}/fork", seg(&sel)),
+                &body,
+            )
+            .await
+            {
                 Ok(view) => {
-                    let new_sel = s(&view, "selector");
+                    let new_sel = view.common.selector;
                     app.say(format!("Copied {sel} to {new_sel}"), Tone::Ok);
                     fork_open.set(false);
                     c.selected.set(Some(new_sel));
@@ -423,7 +428,7 @@ fn CapabilityDetail(entry: Value) -> impl IntoView {
                     <h3>"Diagnostics"</h3>
                     <ul class="diagnostic-list">
                         {diagnostics.into_iter().map(|d| view! {
-                            <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
+                            <li class=format!("diagnostic {}", level_class(d.level))><span class="level">{level_class(d.level)}</span><span class="message">{d.message}</span></li>
                         }).collect_view()}
                     </ul>
                 </section>
@@ -463,7 +468,7 @@ fn save(app: App, c: Caps, force: Option<String>) {
         let result = match &editing.selector {
             Some(sel) => {
                 let rev = force.or(editing.revision.clone());
-                api::call(
+                api::call_as::<CapabilityView>(
                     Method::Put,
                     &format!("/api/capabilities/{}", seg(sel)),
                     Some(&json!({ "capability": draft })),
@@ -472,7 +477,7 @@ fn save(app: App, c: Caps, force: Option<String>) {
                 .await
             }
             None => {
-                api::post(
+                api::post_as::<CapabilityView>(
                     "/api/capabilities",
                     &json!({ "capability": draft, "scope": scope }),
                 )
@@ -487,11 +492,13 @@ fn save(app: App, c: Caps, force: Option<String>) {
                     Tone::Ok,
                 );
                 c.form.close();
-                c.selected.set(Some(s(&view, "selector")));
+                c.selected.set(Some(view.common.selector));
                 refresh(app, c);
             }
             Err(e) if e.is_stale() => {
-                c.form.conflict.set(Some(s(&e.body, "currentRevision")));
+                c.form
+                    .conflict
+                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
                 app.say(format!("Not saved: {name} changed on disk."), Tone::Error);
             }
             Err(e) => app.fail(&e),
@@ -559,9 +566,9 @@ fn CapabilityEditor() -> impl IntoView {
         let id = get("/id");
         let scope = c.scope.get();
         let taken = c.collection.with(|col| {
-            arr(col, "capabilities")
+            col.capabilities
                 .iter()
-                .any(|e| s(e, "id") == id && s(e, "scope") == scope)
+                .any(|e| e.common.id == id && e.common.scope == scope)
         });
         new_id_problem(&id, &scope, "capability", taken)
     };
@@ -665,8 +672,8 @@ fn CapabilityEditor() -> impl IntoView {
                     <section class="validation" class:warn=move || errors.get() == 0 role="status">
                         <ul class="diagnostic-list">
                             {d.into_iter().map(|d| view! {
-                                <li class=format!("diagnostic {}", crate::state::level_class(d.level))>
-                                    <span class="level">{crate::state::level_class(d.level)}</span>
+                                <li class=format!("diagnostic {}", level_class(d.level))>
+                                    <span class="level">{level_class(d.level)}</span>
                                     <span class="message">{d.message.clone()}</span>
                                 </li>
                             }).collect_view()}

@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::api::{self, arr, s, seg};
+use forge_core::api::{ImportPreview, StackView};
+use forge_core::diag::Level;
+
+use crate::api::{self, seg};
 use crate::shell::focus_later;
 use crate::state::{self, app, App, Dialog, Scope, Tone};
 
@@ -219,9 +222,8 @@ fn wants_activation(app: App, activate: RwSignal<bool>) -> bool {
 
 /// The status after a create or fork that asked to activate: the answer says whether the live
 /// session took it.
-fn created_status(app: App, done: String, view: &Value, asked: bool) {
-    let active = view.get("active").and_then(Value::as_bool) == Some(true)
-        || view.get("activeId").and_then(Value::as_str) == Some(s(view, "selector").as_str());
+fn created_status(app: App, done: String, view: &StackView, asked: bool) {
+    let active = view.active;
     if asked && !active {
         app.say(
             format!("{done}; not activated: the live Pi session did not take it"),
@@ -270,7 +272,8 @@ fn NewStackDialog() -> impl IntoView {
         });
         busy.set(true);
         spawn_local(async move {
-            match api::post("/api/stacks", &body).await {
+            // A write answers `Saved<StackView>`; its `ok` is not needed here (see `api::read`).
+            match api::post_as::<StackView>("/api/stacks", &body).await {
                 Ok(view) => {
                     app.dialog.set(None);
                     app.scope
@@ -357,7 +360,7 @@ fn ForkDialog() -> impl IntoView {
         }
         let path = format!("/api/stacks/{}/fork", seg(&source));
         spawn_local(async move {
-            match api::post(&path, &body).await {
+            match api::post_as::<StackView>(&path, &body).await {
                 Ok(view) => {
                     app.dialog.set(None);
                     if dirty {
@@ -404,7 +407,7 @@ enum Step {
     /// A SillyTavern preset with several `prompt_order` entries: which one?
     Character(Vec<String>),
     /// The dry run's answer: review, then import.
-    Review(Value),
+    Review(ImportPreview),
 }
 
 #[component]
@@ -423,15 +426,11 @@ fn ImportDialog() -> impl IntoView {
     let refuse = move |e: api::ApiError| {
         let list: Vec<String> = e
             .body
-            .pointer("/details/diagnostics")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter(|d| s(d, "level") == "error")
-                    .map(|d| s(d, "message"))
-                    .collect()
-            })
-            .unwrap_or_default();
+            .diagnostics()
+            .into_iter()
+            .filter(|d| d.level == Level::Error)
+            .map(|d| d.message)
+            .collect();
         if list.len() > 1 {
             error.set(Some(format!(
                 "This file has {} errors; fix them in the file and choose it again:",
@@ -452,18 +451,20 @@ fn ImportDialog() -> impl IntoView {
         }
         busy.set(true);
         spawn_local(async move {
-            let result = api::post("/api/stacks/import", &body).await;
+            let result = api::post_as::<ImportPreview>("/api/stacks/import", &body).await;
             busy.set(false);
             match result {
                 Ok(v) => {
-                    id.set(s(&v, "id"));
+                    id.set(v.id.clone());
                     error.set(None);
                     step.set(Step::Review(v));
                 }
                 Err(e) if e.code == "character_id_required" => {
                     let ids: Vec<String> = e
                         .body
-                        .pointer("/details/characterIds")
+                        .details
+                        .as_ref()
+                        .and_then(|d| d.get("characterIds"))
                         .and_then(Value::as_array)
                         .map(|a| {
                             a.iter()
@@ -538,13 +539,14 @@ fn ImportDialog() -> impl IntoView {
         let scope_v = scope.get_untracked();
         busy.set(true);
         spawn_local(async move {
-            let result = api::post("/api/stacks/import", &body).await;
+            // `Saved<Imported>`: the view is all the editor needs.
+            let result = api::post_as::<StackView>("/api/stacks/import", &body).await;
             busy.set(false);
             match result {
                 Ok(view) => {
                     app.dialog.set(None);
                     app.say(format!("Imported {new_id}"), Tone::Ok);
-                    let selector = s(&view, "selector");
+                    let selector = view.common.selector.clone();
                     app.guard("Opening the imported Preset", move || {
                         app.scope
                             .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
@@ -611,7 +613,7 @@ fn ImportDialog() -> impl IntoView {
 #[allow(clippy::too_many_arguments)]
 fn review(
     app: App,
-    v: Value,
+    v: ImportPreview,
     id: RwSignal<String>,
     scope: RwSignal<String>,
     activate: RwSignal<bool>,
@@ -619,14 +621,21 @@ fn review(
     busy: RwSignal<bool>,
     import: impl Fn(()) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
-    let format = s(&v, "format");
-    let report = v.get("report").cloned().unwrap_or(Value::Null);
+    let format = v.format.clone();
+    // The migration report is the converter's own JSON (`import::sillytavern`), read leniently.
+    let report = v.report.clone();
+    let text = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).unwrap_or("").to_string();
     let items = v
-        .pointer("/stack/items")
+        .stack
+        .get("items")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     let section = |key: &str, title: &str| {
-        let list = arr(&report, key).to_vec();
+        let list = report
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         (!list.is_empty()).then(|| {
             let count = list.len();
             view! {
@@ -634,27 +643,27 @@ fn review(
                     <summary>{format!("{title} ({count})")}</summary>
                     <ul>
                         {list.into_iter().map(|e| view! {
-                            <li><strong>{if s(&e, "name").is_empty() { s(&e, "identifier") } else { s(&e, "name") }}</strong>" — "{s(&e, "reason")}</li>
+                            <li><strong>{if text(&e, "name").is_empty() { text(&e, "identifier") } else { text(&e, "name") }}</strong>" — "{text(&e, "reason")}</li>
                         }).collect_view()}
                     </ul>
                 </details>
             }
         })
     };
-    let errors = v.get("errors").and_then(Value::as_u64).unwrap_or(0);
-    let warnings = v.get("warnings").and_then(Value::as_u64).unwrap_or(0);
-    let diagnostics: Vec<Value> = arr(&v, "diagnostics")
-        .iter()
-        .filter(|d| s(d, "level") != "info")
-        .cloned()
+    let (errors, warnings) = (v.errors, v.warnings);
+    let diagnostics: Vec<_> = v
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.level != Level::Info)
         .collect();
+    let character = text(&report, "characterId");
     view! {
         <form class="review dialog-form" on:submit=move |e| { e.prevent_default(); if errors == 0 { import(()); } }>
             <p class="import-summary">{format!(
                 "{} · {items} item{} · {errors} error{} · {warnings} warning{}",
                 if format == "sillytavern" { "SillyTavern preset".to_string() } else { "pi-forge Preset".to_string() },
                 if items == 1 { "" } else { "s" }, if errors == 1 { "" } else { "s" }, if warnings == 1 { "" } else { "s" }
-            )}{(!s(&report, "characterId").is_empty()).then(|| format!(" · character {}", s(&report, "characterId")))}</p>
+            )}{(!character.is_empty()).then(|| format!(" · character {character}"))}</p>
             {section("converted", "Converted")}
             {section("approximated", "Approximated")}
             {section("dropped", "Dropped")}
@@ -663,9 +672,9 @@ fn review(
             {activate_check(app, activate, "Activate it now")}
             {(!diagnostics.is_empty()).then(|| view! {
                 <ul class="diagnostic-list import-diagnostics">
-                    {diagnostics.into_iter().map(|d| view! {
-                        <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
-                    }).collect_view()}
+                    {diagnostics.into_iter().map(|d| { let level = d.level.as_str(); view! {
+                        <li class=format!("diagnostic {level}")><span class="level">{level}</span><span class="message">{d.message}</span></li>
+                    }}).collect_view()}
                 </ul>
             })}
             <div class="row end">
@@ -687,7 +696,9 @@ fn character_ids(text: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut ids: Vec<String> = Vec::new();
-    for entry in arr(&v, "prompt_order") {
+    // The user's file, not an answer: read leniently.
+    let order = v.get("prompt_order").and_then(Value::as_array);
+    for entry in order.into_iter().flatten() {
         let id = match entry.get("character_id") {
             Some(Value::String(s)) => s.clone(),
             Some(n @ Value::Number(_)) => n.to_string(),

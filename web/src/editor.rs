@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use crate::api::{self, arr, s, seg};
+use crate::api::{self, seg};
 use crate::bindings::CapabilitiesTab;
 use crate::items::ItemsTab;
 use crate::jp;
@@ -87,16 +87,10 @@ fn Editor() -> impl IntoView {
         let sel = selector();
         let body = json!({ "stack": ed.draft.get_untracked() });
         spawn_local(async move {
-            match api::post(&format!("/api/stacks/{}/validate", seg(&sel)), &body).await {
+            let path = format!("/api/stacks/{}/validate", seg(&sel));
+            match api::post_as::<forge_core::api::Validation>(&path, &body).await {
                 Ok(v) => {
-                    let errors = arr(&v, "diagnostics")
-                        .iter()
-                        .filter(|d| s(d, "level") == "error")
-                        .count();
-                    let warnings = arr(&v, "diagnostics")
-                        .iter()
-                        .filter(|d| s(d, "level") == "warning")
-                        .count();
+                    let (errors, warnings) = (v.errors, v.warnings);
                     app.say(
                         format!(
                             "Validation complete: {errors} error{}, {warnings} warning{}",
@@ -331,7 +325,13 @@ pub fn plural(n: usize) -> &'static str {
 fn delete_stack(app: state::App, l: state::Loaded) {
     spawn_local(async move {
         let path = format!("/api/stacks/{}", seg(&l.selector));
-        match api::call(api::Method::Delete, &path, None, Some(&l.revision)).await {
+        let answer = api::call_as::<forge_core::api::StackDeleted>(
+            api::Method::Delete,
+            &path,
+            None,
+            Some(&l.revision),
+        );
+        match answer.await {
             Ok(_) => {
                 // Another Preset may have been opened meanwhile; it stays open.
                 let still_open = app
@@ -512,9 +512,13 @@ fn DiagnosticsPanel() -> impl IntoView {
     };
     let jump = move |item_id: Option<String>| {
         let Some(id) = item_id else { return };
-        let index = ed
-            .draft
-            .with_untracked(|d| arr(d, "items").iter().position(|it| s(it, "id") == id));
+        let index = ed.draft.with_untracked(|d| {
+            d.get("items").and_then(Value::as_array).and_then(|items| {
+                items
+                    .iter()
+                    .position(|it| it.get("id").and_then(Value::as_str) == Some(id.as_str()))
+            })
+        });
         if let Some(i) = index {
             ed.tab.set(Tab::Items);
             ed.item.set(Some(i));

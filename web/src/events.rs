@@ -14,10 +14,19 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use web_sys::{EventSource, MessageEvent};
 
-use crate::api::{arr, s};
+use forge_core::api::{ChangeEvent, Origin};
+
 use crate::state::{
     boot_generation, fetch_live, on_live_event, on_stack_change, refresh_stacks, App,
 };
+
+/// The `origin` of a change as the forms compare it (`self`: the editor's own write).
+fn origin_text(origin: &Origin) -> &'static str {
+    match origin {
+        Origin::Own => "self",
+        Origin::External => "external",
+    }
+}
 
 pub fn connect(app: App) {
     let Ok(source) = EventSource::new("/api/events") else {
@@ -52,30 +61,30 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        let Ok(event) = serde_json::from_str::<Value>(&text) else {
+        let Ok(event) = serde_json::from_str::<ChangeEvent>(&text) else {
             return;
         };
         // Workspace problems changed: the stack list carries them.
-        let mut stacks = event.get("problems").is_some();
-        for change in arr(&event, "changes") {
-            let key = s(change, "key");
-            let revision = change
-                .get("revision")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            match s(change, "kind").as_str() {
+        let mut stacks = event.problems.is_some();
+        for change in event.changes {
+            match change.kind.as_str() {
                 "stack" => {
                     stacks = true;
-                    on_stack_change(app, &key, revision);
+                    on_stack_change(app, &change.key, change.revision);
                 }
                 "profile" => {
+                    let origin = origin_text(&change.origin);
                     app.profile_change
-                        .set(Some((key, revision, s(change, "origin"))));
+                        .set(Some((change.key, change.revision, origin.to_string())));
                     app.profile_events.update(|n| *n += 1);
                 }
                 "capability" => {
-                    app.capability_change
-                        .set(Some((key, revision, s(change, "origin"))));
+                    let origin = origin_text(&change.origin);
+                    app.capability_change.set(Some((
+                        change.key,
+                        change.revision,
+                        origin.to_string(),
+                    )));
                     app.capability_events.update(|n| *n += 1);
                 }
                 _ => {}
@@ -93,7 +102,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        if let Ok(view) = serde_json::from_str::<Value>(&text) {
+        if let Ok(view) = serde_json::from_str::<forge_core::api::LiveView>(&text) {
             on_live_event(app, view);
         }
     });

@@ -6,7 +6,6 @@ use leptos::ev;
 use leptos::prelude::*;
 use serde_json::{json, Value};
 
-use crate::api::{arr, s};
 use crate::jp;
 use crate::shell::focus_later;
 use crate::state::{app, StackEditor};
@@ -18,13 +17,21 @@ const ROLES: [(&str, &str); 3] = [
     ("assistant", "assistant"),
 ];
 
+/// The draft's items (none when `items` is not an array yet).
+fn items(draft: &Value) -> &[Value] {
+    draft
+        .get("items")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
 fn item_count(ed: StackEditor) -> usize {
-    ed.draft.with(|d| arr(d, "items").len())
+    ed.draft.with(|d| items(d).len())
 }
 
 /// Moves item `from` to position `to`, keeping the selection (and buffers) with it.
 pub fn move_item(ed: StackEditor, from: usize, to: usize) {
-    let len = ed.draft.with_untracked(|d| arr(d, "items").len());
+    let len = ed.draft.with_untracked(|d| items(d).len());
     if from >= len || to >= len || from == to {
         return;
     }
@@ -68,7 +75,7 @@ pub fn move_item(ed: StackEditor, from: usize, to: usize) {
 fn add_item(ed: StackEditor, kind: &str) {
     let ids: Vec<String> = ed
         .draft
-        .with_untracked(|d| arr(d, "items").iter().map(|i| s(i, "id")).collect());
+        .with_untracked(|d| items(d).iter().map(|i| jp::get_str(i, "/id")).collect());
     let base = if kind == "slot" { "slot" } else { "block" };
     let id = (1..)
         .map(|n| format!("{base}-{n}"))

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::Value;
 
-use crate::api::{self, opt_s, seg, Method};
+use crate::api::{self, seg, Method};
 use crate::state::{App, Change, Dialog, Tone};
 
 /// The resource being edited: `selector: None` is a new, unsaved one.
@@ -80,16 +80,22 @@ impl Form {
         );
     }
 
-    /// Opens the saved resource of a `GET /api/<kind>/:sel` view; `field` holds the object.
-    pub fn open_view(&self, selector: String, view: &Value, field: &str) {
-        let saved = view.get(field).cloned().unwrap_or(Value::Null);
+    /// Opens the saved resource `selector` (the object of its `GET /api/<kind>/:sel` view, that
+    /// view's revision and why it cannot be written, if it cannot).
+    pub fn open_saved(
+        &self,
+        selector: String,
+        saved: Value,
+        revision: Option<String>,
+        unreadable: Option<String>,
+    ) {
         self.open(
             saved.clone(),
             Editing {
                 selector: Some(selector),
-                revision: opt_s(view, "revision"),
+                revision,
                 saved,
-                unreadable: opt_s(view, "unreadable"),
+                unreadable,
             },
         );
     }

@@ -6,7 +6,6 @@ use forge_core::stack::pattern_matches;
 use leptos::prelude::*;
 use serde_json::{json, Value};
 
-use crate::api::{arr, b, s};
 use crate::bindings::{read_only, PolicyToolEffect};
 use crate::jp;
 use crate::state::{app, StackEditor};
@@ -95,17 +94,32 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
     let list = move || patterns(ed, member);
     let available = move || {
         app.resources.with(|r| {
-            arr(r, member)
-                .iter()
-                .map(|t| {
-                    (
-                        s(t, "name"),
-                        s(t, "source"),
-                        s(t, "description"),
-                        b(t, "active"),
-                    )
-                })
-                .collect::<Vec<_>>()
+            if member == "tools" {
+                r.tools
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.clone(),
+                            t.source.clone().unwrap_or_default(),
+                            t.description.clone().unwrap_or_default(),
+                            t.active,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            } else {
+                // A skill has no active flag: the policy decides.
+                r.skills
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.name.clone(),
+                            s.source.clone(),
+                            s.description.clone(),
+                            false,
+                        )
+                    })
+                    .collect()
+            }
         })
     };
     let input = RwSignal::new(String::new());

@@ -9,10 +9,12 @@ use forge_core::diff::text::{diff_lines, hunks, split_rows, DiffLine, LineTag};
 use forge_core::diff::{diff_sections, BlockStatus, Section};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
-use crate::api::{self, arr, n, s, seg};
+use forge_core::api::{Preview, StackPreview};
+
+use crate::api::{self, seg};
 use crate::state::app;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,9 +33,9 @@ pub struct Dock {
     pub split: RwSignal<bool>,
     pub changes_only: RwSignal<bool>,
     /// The newest draft preview shown, and the selector it belongs to.
-    pub draft: RwSignal<Option<(String, Value)>>,
+    pub draft: RwSignal<Option<(String, Preview)>>,
     /// The saved version's preview, keyed by `selector@revision`.
-    pub saved: RwSignal<Option<(String, Value)>>,
+    pub saved: RwSignal<Option<(String, Preview)>>,
     pub loading: RwSignal<bool>,
     pub error: RwSignal<Option<String>>,
     seq: StoredValue<u64>,
@@ -64,19 +66,11 @@ impl Dock {
     }
 }
 
-fn sections(preview: &Value) -> Vec<Section> {
-    let mut out = Vec::new();
-    if let Some(system) = preview.get("system") {
-        if let Ok(sec) = serde_json::from_value::<Section>(system.clone()) {
-            out.push(sec);
-        }
-    }
-    for m in arr(preview, "messages") {
-        if let Ok(sec) = serde_json::from_value::<Section>(m.clone()) {
-            out.push(sec);
-        }
-    }
-    out
+fn sections(preview: &Preview) -> Vec<Section> {
+    std::iter::once(&preview.system)
+        .chain(&preview.messages)
+        .cloned()
+        .collect()
 }
 
 #[component]
@@ -116,7 +110,8 @@ pub fn PreviewDock() -> impl IntoView {
                 }
                 spawn_local(async move {
                     let path = format!("/api/stacks/{}/preview", seg(&sel));
-                    let result = api::post(&path, &json!({ "stack": draft })).await;
+                    let result =
+                        api::post_as::<StackPreview>(&path, &json!({ "stack": draft })).await;
                     if dock.seq.get_value() != my {
                         return; // a newer draft was sent meanwhile
                     }
@@ -124,10 +119,7 @@ pub fn PreviewDock() -> impl IntoView {
                     match result {
                         Ok(v) => {
                             dock.error.set(None);
-                            dock.draft.set(Some((
-                                sel,
-                                v.get("preview").cloned().unwrap_or(Value::Null),
-                            )));
+                            dock.draft.set(Some((sel, v.preview)));
                         }
                         Err(e) => dock.error.set(Some(e.message)),
                     }
@@ -156,15 +148,12 @@ pub fn PreviewDock() -> impl IntoView {
         }
         spawn_local(async move {
             let path = format!("/api/stacks/{}/preview", seg(&sel));
-            if let Ok(v) = api::post(&path, &json!({})).await {
+            if let Ok(v) = api::post_as::<StackPreview>(&path, &json!({})).await {
                 let current = ed.loaded.with_untracked(|l| {
                     l.as_ref().map(|l| format!("{}@{}", l.selector, l.revision))
                 });
                 if current.as_deref() == Some(key.as_str()) {
-                    dock.saved.set(Some((
-                        key,
-                        v.get("preview").cloned().unwrap_or(Value::Null),
-                    )));
+                    dock.saved.set(Some((key, v.preview)));
                 }
             }
         });
@@ -222,10 +211,10 @@ pub fn PreviewDock() -> impl IntoView {
     }
 }
 
-fn compiled_view(p: &Value) -> impl IntoView {
+fn compiled_view(p: &Preview) -> impl IntoView {
     let secs = sections(p);
-    let total = n(p, "totalChars");
-    let tokens = n(p, "approxTokens");
+    let total = p.total_chars;
+    let tokens = p.approx_tokens;
     view! {
         <div class="compiled">
             <p class="muted totals">{format!("{total} chars · ~{tokens} tokens (chars/4)")}</p>
@@ -240,10 +229,10 @@ fn compiled_view(p: &Value) -> impl IntoView {
                 </section>
             }).collect_view()}
             {
-                let diags = arr(p, "diagnostics").to_vec();
+                let diags = p.diagnostics.clone();
                 (!diags.is_empty()).then(|| view! {
                     <ul class="preview-diagnostics">
-                        {diags.into_iter().map(|d| view! { <li class=format!("diagnostic {}", s(&d, "level"))>{s(&d, "message")}</li> }).collect_view()}
+                        {diags.into_iter().map(|d| view! { <li class=format!("diagnostic {}", d.level.as_str())>{d.message}</li> }).collect_view()}
                     </ul>
                 })
             }

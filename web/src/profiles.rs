@@ -9,7 +9,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use crate::api::{self, arr, b, n, opt_s, s, seg, Method};
+use forge_core::api::{Applied, CurrentChoice, ProfileCollection, ProfileValidation, ProfileView};
+use forge_core::diag::{Diagnostic, Level};
+
+use crate::api::{self, seg, Method};
 use crate::jp;
 use crate::library::{confirm_delete, label, new_id_problem, Form, FormBanners};
 use crate::state::{self, app, App, Tone, NO_LIVE_SESSION};
@@ -18,25 +21,25 @@ const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh",
 
 #[derive(Clone, Copy)]
 struct Profiles {
-    collection: RwSignal<Value>,
+    collection: RwSignal<ProfileCollection>,
     loaded: RwSignal<bool>,
     selected: RwSignal<Option<String>>,
     form: Form,
     scope: RwSignal<String>,
     search: RwSignal<String>,
-    validation: RwSignal<Option<(String, Vec<Value>, bool)>>,
+    validation: RwSignal<Option<(String, Vec<Diagnostic>, bool)>>,
     /// The last apply's answer, by profile selector: `Ok(answer)` or `Err(message)`.
-    applied: RwSignal<Option<(String, Result<Value, String>)>>,
+    applied: RwSignal<Option<(String, Result<Applied, String>)>>,
     applying: RwSignal<bool>,
 }
 
 fn refresh(app: App, p: Profiles) {
     spawn_local(async move {
-        match api::get("/api/profiles").await {
+        match api::get_as::<ProfileCollection>("/api/profiles").await {
             Ok(v) => {
                 let first_load = !p.loaded.get_untracked();
                 if first_load {
-                    let n = arr(&v, "profiles").len();
+                    let n = v.profiles.len();
                     app.say(
                         format!("{n} profile{}", if n == 1 { "" } else { "s" }),
                         Tone::Info,
@@ -49,7 +52,7 @@ fn refresh(app: App, p: Profiles) {
                 if !exists && p.form.editing.with_untracked(Option::is_none) {
                     let first = p
                         .collection
-                        .with_untracked(|c| arr(c, "profiles").first().map(|e| s(e, "selector")));
+                        .with_untracked(|c| c.profiles.first().map(|e| e.common.selector.clone()));
                     p.selected.set(first);
                 }
             }
@@ -59,36 +62,40 @@ fn refresh(app: App, p: Profiles) {
 }
 
 /// The `promptStack` the profile file names (`None` for none).
-fn entry_profile_stack(entry: &Value) -> Option<String> {
+fn entry_profile_stack(entry: &ProfileView) -> Option<String> {
     entry
-        .pointer("/profile/promptStack")
+        .profile
+        .get("promptStack")
         .and_then(Value::as_str)
         .map(str::to_string)
 }
 
-fn entry(p: Profiles, selector: &str) -> Option<Value> {
-    p.collection.with_untracked(|c| {
-        arr(c, "profiles")
-            .iter()
-            .find(|e| s(e, "selector") == selector)
-            .cloned()
-    })
+fn find(c: &ProfileCollection, selector: &str) -> Option<ProfileView> {
+    c.profiles
+        .iter()
+        .find(|e| e.common.selector == selector)
+        .cloned()
+}
+
+fn entry(p: Profiles, selector: &str) -> Option<ProfileView> {
+    p.collection.with_untracked(|c| find(c, selector))
 }
 
 /// The Preset choices for a profile of `scope`, as `(stored value, selector, scope)`: a
 /// same-scope stack by its bare id, a global one from a project profile as `global:x`. A global
 /// profile may only use global stacks.
-fn stack_choices(collection: &Value, scope: &str) -> Vec<(String, String, String)> {
-    arr(collection, "promptStacks")
+fn stack_choices(collection: &ProfileCollection, scope: &str) -> Vec<(String, String, String)> {
+    collection
+        .prompt_stacks
         .iter()
-        .filter(|st| scope == "project" || s(st, "scope") == "global")
+        .filter(|st| scope == "project" || st.scope == "global")
         .map(|st| {
-            let value = if s(st, "scope") == scope {
-                s(st, "id")
+            let value = if st.scope == scope {
+                st.id.clone()
             } else {
-                s(st, "selector")
+                st.selector.clone()
             };
-            (value, s(st, "selector"), s(st, "scope"))
+            (value, st.selector.clone(), st.scope.clone())
         })
         .collect()
 }
@@ -108,7 +115,7 @@ fn editing_scope(p: Profiles) -> String {
 pub fn ProfilesSurface() -> impl IntoView {
     let app = app();
     let p = Profiles {
-        collection: RwSignal::new(Value::Null),
+        collection: RwSignal::new(ProfileCollection::default()),
         loaded: RwSignal::new(false),
         selected: RwSignal::new(None),
         form: Form::new(),
@@ -144,11 +151,11 @@ pub fn ProfilesSurface() -> impl IntoView {
                     if p.form.editing.with(Option::is_some) {
                         return view! { <ProfileEditor/> }.into_any();
                     }
-                    match p.selected.get().and_then(|sel| p.collection.with(|c| arr(c, "profiles").iter().find(|e| s(e, "selector") == sel).cloned())) {
+                    match p.selected.get().and_then(|sel| p.collection.with(|c| find(c, &sel))) {
                         Some(e) => view! { <ProfileDetail entry=e/> }.into_any(),
                         None => view! {
                             <div class="empty-state">
-                                {move || if p.loaded.get() && p.collection.with(|c| arr(c, "profiles").is_empty()) {
+                                {move || if p.loaded.get() && p.collection.with(|c| c.profiles.is_empty()) {
                                     view! { <h2>"No agent profiles found."</h2><p>"A profile sets the model, thinking level and Preset in one step."</p> }.into_any()
                                 } else {
                                     view! { <p>"Select a profile."</p> }.into_any()
@@ -174,9 +181,16 @@ fn new_profile(p: Profiles) {
 
 fn start_edit(p: Profiles, selector: String) {
     spawn_local(async move {
-        if let Ok(v) = api::get(&format!("/api/profiles/{}", seg(&selector))).await {
+        if let Ok(v) =
+            api::get_as::<ProfileView>(&format!("/api/profiles/{}", seg(&selector))).await
+        {
             p.validation.set(None);
-            p.form.open_view(selector, &v, "profile");
+            p.form.open_saved(
+                selector,
+                v.profile,
+                Some(v.common.revision),
+                v.common.unreadable,
+            );
         }
     });
 }
@@ -188,12 +202,12 @@ fn ProfileSidebar() -> impl IntoView {
     let rows = move || {
         let q = p.search.get().trim().to_lowercase();
         p.collection.with(|c| {
-            arr(c, "profiles")
+            c.profiles
                 .iter()
                 .filter(|e| {
                     q.is_empty()
-                        || s(e, "id").to_lowercase().contains(&q)
-                        || jp::get_str(e, "/profile/name").to_lowercase().contains(&q)
+                        || e.common.id.to_lowercase().contains(&q)
+                        || jp::get_str(&e.profile, "/name").to_lowercase().contains(&q)
                 })
                 .cloned()
                 .collect::<Vec<_>>()
@@ -219,27 +233,27 @@ fn ProfileSidebar() -> impl IntoView {
                         return view! { <li class="empty">{move || if p.loaded.get() { "No agent profiles found." } else { "Loading…" }}</li> }.into_any();
                     }
                     rows.into_iter().map(|e| {
-                        let sel = s(&e, "selector");
+                        let sel = e.common.selector.clone();
                         let sel2 = sel.clone();
                         let is_selected = move || p.selected.get().as_deref() == Some(sel2.as_str());
-                        let name = jp::get_str(&e, "/profile/name");
-                        let id = s(&e, "id");
-                        let errors = n(&e, "errors");
-                        let warnings = n(&e, "warnings");
-                        let applicable = e.pointer("/preview/applicable").and_then(Value::as_bool).unwrap_or(false);
+                        let name = jp::get_str(&e.profile, "/name");
+                        let id = e.common.id.clone();
+                        let errors = e.common.errors;
+                        let warnings = e.common.warnings;
+                        let applicable = e.preview.applicable;
                         view! {
                             <li>
                                 <button class="stack-row profile-row" class:selected=is_selected data-selector=sel.clone()
                                     on:click=move |_| select(sel.clone())>
                                     <span class="row-title">{if name.is_empty() { id.clone() } else { name }}</span>
-                                    <span class="row-id">{sel2_label(&e)}</span>
+                                    <span class="row-id">{e.common.selector.clone()}</span>
                                     <span class="row-badges">
-                                        <span class="badge muted">{s(&e, "scope")}</span>
+                                        <span class="badge muted">{e.common.scope.clone()}</span>
                                     </span>
                                     // What it sets, then its state: the badges have the row's width
                                     // here, so they never squeeze the id into an ellipsis.
                                     <span class="row-detail">
-                                        <span class="row-model">{model_line(&e)}</span>
+                                        <span class="row-model">{model_line(&e.profile)}</span>
                                         {(!applicable).then(|| view! { <span class="badge error">"preflight failed"</span> })}
                                         {(errors > 0).then(|| { let t = count_label(errors, "error"); view! { <span class="badge error" title=t.clone() aria-label=t>{errors}" ✕"</span> } })}
                                         {(warnings > 0).then(|| { let t = count_label(warnings, "warning"); view! { <span class="badge warning" title=t.clone() aria-label=t>{warnings}" !"</span> } })}
@@ -254,11 +268,11 @@ fn ProfileSidebar() -> impl IntoView {
     }
 }
 
-/// The row's "provider/model · thinking" line (what applying the profile sets).
-fn model_line(e: &Value) -> String {
-    let provider = jp::get_str(e, "/profile/model/provider");
-    let model = jp::get_str(e, "/profile/model/id");
-    let thinking = jp::get_str(e, "/profile/thinkingLevel");
+/// The row's "provider/model · thinking" line (what applying the profile sets), from the file.
+fn model_line(profile: &Value) -> String {
+    let provider = jp::get_str(profile, "/model/provider");
+    let model = jp::get_str(profile, "/model/id");
+    let thinking = jp::get_str(profile, "/thinkingLevel");
     let model = match (provider.is_empty(), model.is_empty()) {
         (_, true) => "no model".to_string(),
         (true, false) => model,
@@ -272,12 +286,42 @@ fn model_line(e: &Value) -> String {
 }
 
 /// "1 error", "2 warnings".
-fn count_label(k: u64, noun: &str) -> String {
+fn count_label(k: usize, noun: &str) -> String {
     format!("{k} {noun}{}", if k == 1 { "" } else { "s" })
 }
 
-fn sel2_label(e: &Value) -> String {
-    s(e, "selector")
+/// `provider/id` of a model, or `none` when there is none.
+fn model_text(current: &CurrentChoice, none: &str) -> String {
+    current
+        .model
+        .as_ref()
+        .map_or_else(|| none.to_string(), |m| m.label())
+}
+
+/// A drift value: a model object as `provider/id`, a string as it is, anything else `none`.
+fn drift_text(v: &Value) -> String {
+    match v {
+        Value::Object(m) => format!(
+            "{}/{}",
+            m.get("provider").and_then(Value::as_str).unwrap_or(""),
+            m.get("id").and_then(Value::as_str).unwrap_or("")
+        ),
+        Value::String(x) => x.clone(),
+        _ => "none".into(),
+    }
+}
+
+/// The class and the rows of a diagnostics list.
+fn diagnostic_rows(diags: Vec<Diagnostic>) -> impl IntoView {
+    diags
+        .into_iter()
+        .map(|d| {
+            let level = d.level.as_str();
+            view! {
+                <li class=format!("diagnostic {level}")><span class="level">{level}</span><span class="message">{d.message}</span></li>
+            }
+        })
+        .collect_view()
 }
 
 /// What Pi runs with now, the last applied profile and what drifted since.
@@ -287,25 +331,30 @@ fn ProfileStatus() -> impl IntoView {
     let p = expect_context::<Profiles>();
     let line = move || {
         p.collection.with(|c| {
-            let cur = c.pointer("/status/current").cloned().unwrap_or(Value::Null);
-            let model = cur
-                .get("model")
-                .filter(|m| m.is_object())
-                .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
-                .unwrap_or_else(|| "no model".into());
-            let thinking =
-                opt_s(&cur, "thinkingLevel").unwrap_or_else(|| "thinking unknown".into());
-            let stack = opt_s(&cur, "promptStack").unwrap_or_else(|| "no Preset".into());
+            let cur = &c.status.current;
+            let model = model_text(cur, "no model");
+            let thinking = cur
+                .thinking_level
+                .clone()
+                .unwrap_or_else(|| "thinking unknown".into());
+            let stack = cur
+                .prompt_stack
+                .clone()
+                .unwrap_or_else(|| "no Preset".into());
             let last = c
-                .pointer("/status/lastApplied")
-                .filter(|v| !v.is_null())
+                .status
+                .last_applied
+                .as_ref()
                 .map(|l| {
+                    // The provenance is what Pi's session recorded: read leniently.
                     let id = l
-                        .pointer("/provenance/profileId")
+                        .provenance
+                        .get("profileId")
                         .and_then(Value::as_str)
                         .unwrap_or("");
                     let scope = l
-                        .pointer("/provenance/scope")
+                        .provenance
+                        .get("scope")
                         .and_then(Value::as_str)
                         .unwrap_or("project");
                     format!("Last applied {}", label(scope, id))
@@ -317,46 +366,37 @@ fn ProfileStatus() -> impl IntoView {
     // "model changed since applied": each drifted field with what was applied and what is now.
     let drift = move || {
         p.collection.with(|c| {
-            let Some(last) = c.pointer("/status/lastApplied").filter(|v| !v.is_null()) else {
+            let Some(last) = &c.status.last_applied else {
                 return Vec::new();
             };
+            let d = &last.drift;
             [
-                ("model", "model"),
-                ("thinkingLevel", "thinking level"),
-                ("promptStack", "Preset"),
+                ("model", "model", &d.model),
+                ("thinkingLevel", "thinking level", &d.thinking_level),
+                ("promptStack", "Preset", &d.prompt_stack),
             ]
             .into_iter()
-            .filter_map(|(key, name)| {
-                let d = last.pointer(&format!("/drift/{key}"))?;
-                (d.get("changed").and_then(Value::as_bool) == Some(true)).then(|| {
-                    let show = |v: Option<&Value>| match v {
-                        Some(Value::Object(m)) => format!(
-                            "{}/{}",
-                            m.get("provider").and_then(Value::as_str).unwrap_or(""),
-                            m.get("id").and_then(Value::as_str).unwrap_or("")
-                        ),
-                        Some(Value::String(x)) => x.clone(),
-                        _ => "none".into(),
-                    };
-                    (
-                        key,
-                        format!("{name} changed since applied"),
-                        format!(
-                            "Applied: {}; now: {}",
-                            show(d.get("expected")),
-                            show(d.get("actual"))
-                        ),
-                    )
-                })
+            .filter(|(_, _, d)| d.changed)
+            .map(|(key, name, d)| {
+                (
+                    key,
+                    format!("{name} changed since applied"),
+                    format!(
+                        "Applied: {}; now: {}",
+                        drift_text(&d.expected),
+                        drift_text(&d.actual)
+                    ),
+                )
             })
             .collect::<Vec<_>>()
         })
     };
     let source_changed = move || {
         p.collection.with(|c| {
-            c.pointer("/status/lastApplied/sourceState")
-                .and_then(Value::as_str)
-                .and_then(|st| match st {
+            c.status
+                .last_applied
+                .as_ref()
+                .and_then(|l| match l.source_state.as_str() {
                     "changed" => Some("profile file changed since applied"),
                     "missing" => Some("profile file is gone"),
                     _ => None,
@@ -387,7 +427,7 @@ fn apply(app: App, p: Profiles, selector: String, id: String) {
     }
     p.applying.set(true);
     spawn_local(async move {
-        let result = api::post(
+        let result = api::post_as::<Applied>(
             &format!("/api/profiles/{}/apply", seg(&selector)),
             &json!({}),
         )
@@ -395,15 +435,12 @@ fn apply(app: App, p: Profiles, selector: String, id: String) {
         p.applying.set(false);
         match result {
             Ok(v) => {
-                let notes = arr(&v, "notes").len();
+                let notes = v.notes.len();
                 app.say(
                     if notes == 0 {
                         format!("Applied {id} to Pi")
                     } else {
-                        format!(
-                            "Applied {id} to Pi, with {}",
-                            count_label(notes as u64, "note")
-                        )
+                        format!("Applied {id} to Pi, with {}", count_label(notes, "note"))
                     },
                     Tone::Ok,
                 );
@@ -428,29 +465,26 @@ fn apply_outcome(p: Profiles, selector: String) -> impl IntoView {
         }
         Some(match result {
             Ok(v) => {
-                let applied = v.get("applied").cloned().unwrap_or(Value::Null);
-                let model = applied
-                    .get("model")
-                    .filter(|m| m.is_object())
-                    .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
-                    .unwrap_or_else(|| "no model".into());
-                let stack = opt_s(&applied, "promptStack").unwrap_or_else(|| "none".into());
-                let tools: Vec<String> = arr(&applied, "activeTools")
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect();
-                let notes: Vec<String> = arr(&v, "notes")
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect();
+                let applied = &v.applied;
+                // Pi's own model object, as it answered.
+                let model = if applied.model.is_object() {
+                    drift_text(&applied.model)
+                } else {
+                    "no model".into()
+                };
+                let stack = applied
+                    .prompt_stack
+                    .clone()
+                    .unwrap_or_else(|| "none".into());
+                let thinking = applied.thinking_level.clone().unwrap_or_default();
+                let tools = applied.tools();
+                let notes = v.notes.clone();
                 view! {
                     <section class="banner apply-result" role="status">
                         <strong>"Applied to Pi"</strong>
                         <dl class="applied">
                             <dt>"Model"</dt><dd class="applied-model">{model}</dd>
-                            <dt>"Thinking"</dt><dd class="applied-thinking">{s(&applied, "thinkingLevel")}</dd>
+                            <dt>"Thinking"</dt><dd class="applied-thinking">{thinking}</dd>
                             <dt>"Preset"</dt><dd class="applied-stack">{stack}</dd>
                             <dt>"Tools"</dt><dd class="applied-tools">{if tools.is_empty() { "none".to_string() } else { tools.join(", ") }}</dd>
                         </dl>
@@ -474,55 +508,43 @@ fn apply_outcome(p: Profiles, selector: String) -> impl IntoView {
 }
 
 #[component]
-fn ProfileDetail(entry: Value) -> impl IntoView {
+fn ProfileDetail(entry: ProfileView) -> impl IntoView {
     let app = app();
     let p = expect_context::<Profiles>();
-    let selector = s(&entry, "selector");
-    let preview = entry.get("preview").cloned().unwrap_or(Value::Null);
-    let applicable = b(&preview, "applicable");
-    let target = preview.get("target").cloned().unwrap_or(Value::Null);
-    let current = preview.get("current").cloned().unwrap_or(Value::Null);
-    let model_text = |v: &Value| {
-        v.get("model")
-            .filter(|m| m.is_object())
-            .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
-            .unwrap_or_else(|| "—".into())
-    };
-    let stack_text = |v: &Value| opt_s(v, "promptStack").unwrap_or_else(|| "none".into());
+    let selector = entry.common.selector.clone();
+    let preview = &entry.preview;
+    let applicable = preview.applicable;
+    let target = &preview.target;
+    let current = &preview.current;
+    let stack_text = |v: &CurrentChoice| v.prompt_stack.clone().unwrap_or_else(|| "none".into());
     // An unresolved reference is shown as written, so the user sees what to fix.
     let wanted = entry_profile_stack(&entry);
-    let target_stack = match (opt_s(&target, "promptStack"), wanted) {
+    let target_stack = match (target.prompt_stack.clone(), wanted) {
         (Some(resolved), _) => resolved,
         (None, Some(written)) => format!("{written} (not found)"),
         (None, None) => "none".into(),
     };
-    let thinking_text = |v: &Value| opt_s(v, "thinkingLevel").unwrap_or_else(|| "—".into());
-    let card = format!(
-        "{} · {} · {}",
-        model_text(&target),
-        thinking_text(&target),
-        target_stack
-    );
-    let diagnostics = arr(&entry, "diagnostics").to_vec();
-    let preview_diags: Vec<Value> = arr(&preview, "diagnostics")
+    let thinking_text = |v: Option<&String>| v.cloned().unwrap_or_else(|| "—".into());
+    let target_model = target.model.label();
+    let target_thinking = target.thinking_level.clone();
+    let card = format!("{target_model} · {target_thinking} · {target_stack}");
+    let diagnostics = entry.common.diagnostics.clone();
+    let preview_diags: Vec<Diagnostic> = preview
+        .diagnostics
         .iter()
         .filter(|d| !diagnostics.contains(d))
         .cloned()
         .collect();
-    let tools: Vec<String> = arr(&target, "effectiveTools")
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
-    let name = jp::get_str(&entry, "/profile/name");
-    let description = jp::get_str(&entry, "/profile/description");
-    let revision = s(&entry, "revision");
-    let id = label(&s(&entry, "scope"), &s(&entry, "id"));
-    let path = s(&entry, "path");
+    let tools = target.effective_tools.clone();
+    let name = jp::get_str(&entry.profile, "/name");
+    let description = jp::get_str(&entry.profile, "/description");
+    let revision = entry.common.revision.clone();
+    let id = label(&entry.common.scope, &entry.common.id);
+    let path = entry.common.path.clone();
     let sel_edit = selector.clone();
     let sel_del = selector.clone();
     let sel_apply = selector.clone();
-    let apply_id = label(&s(&entry, "scope"), &s(&entry, "id"));
+    let apply_id = id.clone();
     let outcome = apply_outcome(p, selector.clone());
     let delete = move |_| {
         confirm_delete(
@@ -546,7 +568,7 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
         <div class="profile-detail">
             <div class="editor-head">
                 <div class="title-line">
-                    <h2>{if name.is_empty() { s(&entry, "id") } else { name }}</h2>
+                    <h2>{if name.is_empty() { entry.common.id.clone() } else { name }}</h2>
                     <code class="selector">{selector.clone()}</code>
                 </div>
                 <div class="actions">
@@ -579,9 +601,9 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
             <table class="transition">
                 <thead><tr><th></th><th>"Now"</th><th>"After applying"</th></tr></thead>
                 <tbody>
-                    <tr><th>"Model"</th><td>{model_text(&current)}</td><td>{model_text(&target)}</td></tr>
-                    <tr><th>"Thinking"</th><td>{thinking_text(&current)}</td><td>{thinking_text(&target)}</td></tr>
-                    <tr><th>"Preset"</th><td>{stack_text(&current)}</td><td>{target_stack.clone()}</td></tr>
+                    <tr><th>"Model"</th><td>{model_text(current, "—")}</td><td>{target_model}</td></tr>
+                    <tr><th>"Thinking"</th><td>{thinking_text(current.thinking_level.as_ref())}</td><td>{target_thinking}</td></tr>
+                    <tr><th>"Preset"</th><td>{stack_text(current)}</td><td>{target_stack.clone()}</td></tr>
                 </tbody>
             </table>
             <section class="card">
@@ -591,14 +613,10 @@ fn ProfileDetail(entry: Value) -> impl IntoView {
             {(!diag_list.is_empty()).then(|| view! {
                 <section class="card">
                     <h3>"Diagnostics"</h3>
-                    <ul class="diagnostic-list">
-                        {diag_list.into_iter().map(|d| view! {
-                            <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
-                        }).collect_view()}
-                    </ul>
+                    <ul class="diagnostic-list">{diagnostic_rows(diag_list)}</ul>
                 </section>
             })}
-            <p class="file-path">{s(&entry, "path")}</p>
+            <p class="file-path">{entry.common.path.clone()}</p>
         </div>
     }
 }
@@ -616,7 +634,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
         let result = match &editing.selector {
             Some(sel) => {
                 let rev = force.or(editing.revision.clone());
-                api::call(
+                api::call_as::<ProfileView>(
                     Method::Put,
                     &format!("/api/profiles/{}", seg(sel)),
                     Some(&json!({ "profile": draft })),
@@ -625,7 +643,7 @@ fn save(app: App, p: Profiles, force: Option<String>) {
                 .await
             }
             None => {
-                api::post(
+                api::post_as::<ProfileView>(
                     "/api/profiles",
                     &json!({ "profile": draft, "scope": p.scope.get_untracked() }),
                 )
@@ -641,11 +659,13 @@ fn save(app: App, p: Profiles, force: Option<String>) {
                 );
                 p.form.editing.set(None);
                 p.form.conflict.set(None);
-                p.selected.set(Some(s(&view, "selector")));
+                p.selected.set(Some(view.common.selector));
                 refresh(app, p);
             }
             Err(e) if e.is_stale() => {
-                p.form.conflict.set(Some(s(&e.body, "currentRevision")));
+                p.form
+                    .conflict
+                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
                 app.say(format!("Not saved: {id} changed on disk."), Tone::Error);
             }
             Err(e) => app.fail(&e),
@@ -684,15 +704,12 @@ fn ProfileEditor() -> impl IntoView {
             body["existingId"] = json!(sel);
         }
         spawn_local(async move {
-            match api::post("/api/profiles/validate", &body).await {
+            match api::post_as::<ProfileValidation>("/api/profiles/validate", &body).await {
                 Ok(v) => {
-                    let valid = b(&v, "valid");
-                    let ready = valid
-                        && v.pointer("/preview/applicable")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false);
-                    let (errors, warnings) = (n(&v, "errors"), n(&v, "warnings"));
-                    let plural = |k: u64| if k == 1 { "" } else { "s" };
+                    let valid = v.valid;
+                    let ready = valid && v.preview.applicable;
+                    let (errors, warnings) = (v.errors, v.warnings);
+                    let plural = |k: usize| if k == 1 { "" } else { "s" };
                     let text = if errors > 0 || !valid {
                         format!("{errors} validation error{}", plural(errors))
                     } else if warnings > 0 {
@@ -702,8 +719,7 @@ fn ProfileEditor() -> impl IntoView {
                     } else {
                         "Valid, but it cannot be applied yet".into()
                     };
-                    p.validation
-                        .set(Some((text, arr(&v, "diagnostics").to_vec(), ready)));
+                    p.validation.set(Some((text, v.diagnostics, ready)));
                 }
                 Err(e) => app.fail(&e),
             }
@@ -716,9 +732,9 @@ fn ProfileEditor() -> impl IntoView {
             .then(|| {
                 let scope = p.scope.get();
                 let taken = p.collection.with(|c| {
-                    arr(c, "profiles")
+                    c.profiles
                         .iter()
-                        .any(|e| s(e, "id") == id && s(e, "scope") == scope)
+                        .any(|e| e.common.id == id && e.common.scope == scope)
                 });
                 new_id_problem(&id, &scope, "profile", taken)
             })
@@ -729,9 +745,9 @@ fn ProfileEditor() -> impl IntoView {
     let stacks = move || p.collection.with(|c| stack_choices(c, &editing_scope(p)));
     let models = move || {
         p.collection.with(|c| {
-            arr(c, "models")
+            c.models
                 .iter()
-                .map(|m| (s(m, "provider"), s(m, "id")))
+                .map(|m| (m.provider.clone(), m.id.clone()))
                 .collect::<Vec<_>>()
         })
     };
@@ -824,15 +840,11 @@ fn ProfileEditor() -> impl IntoView {
             <datalist id="model-ids">{move || models().into_iter().map(|m| view! { <option value=m.1/> }).collect_view()}</datalist>
             {move || p.validation.get().map(|(text, diags, ready)| {
                 // Red only for errors; valid with warnings (or not applicable yet) is amber.
-                let warn = !ready && !diags.iter().any(|d| s(d, "level") == "error");
+                let warn = !ready && !diags.iter().any(|d| d.level == Level::Error);
                 view! {
                 <section class="validation" class:ok=ready class:warn=warn role="status">
                     <strong class="validation-result">{text}</strong>
-                    <ul class="diagnostic-list">
-                        {diags.into_iter().map(|d| view! {
-                            <li class=format!("diagnostic {}", s(&d, "level"))><span class="level">{s(&d, "level")}</span><span class="message">{s(&d, "message")}</span></li>
-                        }).collect_view()}
-                    </ul>
+                    <ul class="diagnostic-list">{diagnostic_rows(diags)}</ul>
                 </section>
             }})}
         </div>

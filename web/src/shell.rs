@@ -178,45 +178,41 @@ pub fn Shell() -> impl IntoView {
 }
 
 /// What the indicator shows for a live view: `(text, label, tooltip)`.
-fn live_texts(v: &serde_json::Value) -> (String, String, String) {
-    use crate::api::{b, opt_s, s};
-    if !b(v, "connected") {
+fn live_texts(v: &forge_core::api::LiveView) -> (String, String, String) {
+    let Some(v) = v.session() else {
         return (
             "No live session".into(),
             "No live Pi session".into(),
             state::NO_LIVE_SESSION.into(),
         );
-    }
+    };
     let model = v
-        .get("model")
-        .filter(|m| m.is_object())
-        .map(|m| format!("{}/{}", s(m, "provider"), s(m, "id")))
-        .unwrap_or_else(|| "no model".into());
-    let session = s(v, "sessionId");
+        .model
+        .as_ref()
+        .map_or_else(|| "no model".into(), |m| m.label());
+    let session = &v.session_id;
     let short: String = session.chars().take(8).collect();
-    let version = s(v, "piVersion");
+    let version = &v.pi_version;
     let text = format!("Pi {version} · {model} · session {short}");
     let label = format!("Live Pi session: Pi {version}, model {model}, session {session}");
     let mut tip = vec![
         format!("Live Pi session {session}"),
         format!(
             "Session file: {}",
-            opt_s(v, "sessionFile").unwrap_or_else(|| "none (not saved)".into())
+            v.session_file.as_deref().unwrap_or("none (not saved)")
         ),
         format!(
             "Pi {version} ({} mode), extension {}, pi-forge {}",
-            s(v, "mode"),
-            s(v, "extensionVersion"),
-            s(v, "serverVersion")
+            v.mode, v.extension_version, v.server_version
         ),
-        format!("Model {model}, thinking {}", s(v, "thinkingLevel")),
         format!(
-            "Preset: {}",
-            opt_s(v, "activeStackId").unwrap_or_else(|| "none".into())
+            "Model {model}, thinking {}",
+            v.thinking_level.as_deref().unwrap_or("")
         ),
+        format!("Preset: {}", v.active_stack_id.as_deref().unwrap_or("none")),
     ];
-    if !s(v, "connectedAt").is_empty() {
-        tip.push(format!("Connected {}", s(v, "connectedAt")));
+    if !v.connected_at.is_empty() {
+        tip.push(format!("Connected {}", v.connected_at));
     }
     (text, label, tip.join("\n"))
 }
@@ -225,18 +221,20 @@ fn live_texts(v: &serde_json::Value) -> (String, String, String) {
 #[component]
 fn LiveIndicator() -> impl IntoView {
     let app = state::app();
-    let connected = move || app.live.with(|v| crate::api::b(v, "connected"));
+    let connected = move || app.live.with(|v| v.connected);
     let texts = Memo::new(move |_| app.live.with(live_texts));
     let mismatch = move || {
         app.live
-            .with(|v| connected() && crate::api::b(v, "versionMismatch"))
+            .with(|v| v.session().is_some_and(|s| s.version_mismatch))
     };
     let mismatch_tip = move || {
         app.live.with(|v| {
+            let (extension, server) = v
+                .session()
+                .map(|s| (s.extension_version.clone(), s.server_version.clone()))
+                .unwrap_or_default();
             format!(
-                "The pi-forge extension in Pi is version {}, this pi-forge is {}. Run `pi-forge pi install` and restart Pi.",
-                crate::api::s(v, "extensionVersion"),
-                crate::api::s(v, "serverVersion")
+                "The pi-forge extension in Pi is version {extension}, this pi-forge is {server}. Run `pi-forge pi install` and restart Pi."
             )
         })
     };

@@ -12,7 +12,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use crate::api::{self, arr, b, n, opt_s, s, seg, ApiError, Method};
+use forge_core::api::{Activated, LiveView, Reloaded, Resources, StackList, StackView};
+
+use crate::api::{self, seg, ApiError, Method};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Surface {
@@ -54,28 +56,28 @@ pub struct StackRow {
     pub scope: String,
     pub name: Option<String>,
     pub mode: String,
-    pub items: u64,
-    pub errors: u64,
-    pub warnings: u64,
+    pub items: usize,
+    pub errors: usize,
+    pub warnings: usize,
     pub active: bool,
     pub shadowed: bool,
     pub legacy: bool,
 }
 
 impl StackRow {
-    fn from_json(v: &Value) -> StackRow {
+    fn from_row(v: forge_core::api::StackRow) -> StackRow {
         StackRow {
-            selector: s(v, "selector"),
-            id: s(v, "id"),
-            scope: s(v, "scope"),
-            name: opt_s(v, "name").filter(|n| !n.trim().is_empty()),
-            mode: opt_s(v, "mode").unwrap_or_else(|| "replace".into()),
-            items: n(v, "itemCount"),
-            errors: n(v, "errors"),
-            warnings: n(v, "warnings"),
-            active: b(v, "active"),
-            shadowed: b(v, "shadowed"),
-            legacy: b(v, "legacy"),
+            selector: v.common.selector,
+            id: v.common.id,
+            scope: v.common.scope,
+            name: v.name.filter(|n| !n.trim().is_empty()),
+            mode: v.mode,
+            items: v.item_count,
+            errors: v.common.errors,
+            warnings: v.common.warnings,
+            active: v.active,
+            shadowed: v.shadowed,
+            legacy: v.legacy,
         }
     }
 }
@@ -90,7 +92,7 @@ pub struct Loaded {
     pub revision: String,
     /// The file's JSON (`Null` when the file is not JSON).
     pub saved: Value,
-    pub server_diagnostics: Vec<Value>,
+    pub server_diagnostics: Vec<Diagnostic>,
     /// Why the file could not be read (too large, not a regular file, …): the editor shows it
     /// read-only with this reason.
     pub unreadable: Option<String>,
@@ -305,7 +307,7 @@ pub struct App {
     pub live_host: RwSignal<bool>,
     /// The live Pi session as `GET /api/live` and the `live` event describe it
     /// (`{"connected":false}` without one).
-    pub live: RwSignal<Value>,
+    pub live: RwSignal<LiveView>,
     /// Why the last Activate/Deactivate could not act (the server's words), shown as a banner
     /// in the editor until dismissed or a later one succeeds.
     pub live_error: RwSignal<Option<String>>,
@@ -320,7 +322,7 @@ pub struct App {
     pub dark: RwSignal<bool>,
     pub editor: StackEditor,
     /// Tools and skills of the runtime (`GET /api/resources`).
-    pub resources: RwSignal<Value>,
+    pub resources: RwSignal<Resources>,
     /// Increments on every change event about profiles; the profiles surface refetches.
     pub profile_events: RwSignal<u64>,
     /// Bumped by every `payloads` server event (a capture, late usage, an arm or a clear).
@@ -357,7 +359,7 @@ impl App {
             active_id: RwSignal::new(None),
             trusted: RwSignal::new(true),
             live_host: RwSignal::new(false),
-            live: RwSignal::new(json!({ "connected": false })),
+            live: RwSignal::new(LiveView::default()),
             live_error: RwSignal::new(None),
             live_seq: StoredValue::new(0),
             cwd: RwSignal::new(String::new()),
@@ -366,7 +368,7 @@ impl App {
             dialog: RwSignal::new(None),
             dark: RwSignal::new(false),
             editor: StackEditor::new(),
-            resources: RwSignal::new(Value::Null),
+            resources: RwSignal::new(Resources::default()),
             profile_events: RwSignal::new(0),
             payload_events: RwSignal::new(0),
             profile_change: RwSignal::new(None),
@@ -426,7 +428,7 @@ pub fn app() -> App {
 /// The banner's Reload: the server reads the workspace again, then the list follows.
 pub fn reload_workspace(app: App) {
     spawn_local(async move {
-        match api::post("/api/reload", &json!({})).await {
+        match api::post_as::<Reloaded>("/api/reload", &json!({})).await {
             Ok(_) => refresh_stacks(app),
             Err(e) => app.say(e.message, Tone::Error),
         }
@@ -438,12 +440,12 @@ pub fn refresh_stacks(app: App) {
     app.list_seq.set_value(my);
     let loads_before = app.editor.load_seq.get_value();
     spawn_local(async move {
-        let result = api::get("/api/stacks").await;
+        let result = api::get_as::<StackList>("/api/stacks").await;
         if app.list_seq.get_value() != my {
             return; // a newer list was asked for
         }
         match result {
-            Ok(v) => apply_list(app, &v, loads_before),
+            Ok(v) => apply_list(app, v, loads_before),
             Err(e) => app.fail(&e),
         }
     });
@@ -460,15 +462,16 @@ pub fn boot_list(app: App) -> bool {
     else {
         return false;
     };
-    let Ok(data) = serde_json::from_str::<Value>(&text) else {
+    #[derive(serde::Deserialize)]
+    struct Initial {
+        generation: u64,
+        list: StackList,
+    }
+    let Ok(data) = serde_json::from_str::<Initial>(&text) else {
         return false;
     };
-    let Some(list) = data.get("list").filter(|l| l.is_object()) else {
-        return false;
-    };
-    app.boot_generation
-        .set_value(data.get("generation").and_then(Value::as_u64));
-    apply_list(app, list, app.editor.load_seq.get_value());
+    app.boot_generation.set_value(Some(data.generation));
+    apply_list(app, data.list, app.editor.load_seq.get_value());
     true
 }
 
@@ -481,14 +484,13 @@ pub fn boot_generation(app: App) -> Option<u64> {
 /// Shows a stack list (`GET /api/stacks` or the page's embedded copy); when nothing is open,
 /// opens the active stack or the first one. `loads_before` is the editor's load count when the
 /// list was asked for.
-fn apply_list(app: App, v: &Value, loads_before: u64) {
-    let rows: Vec<StackRow> = arr(v, "stacks").iter().map(StackRow::from_json).collect();
-    app.active_id.set(opt_s(v, "activeId"));
-    app.trusted
-        .set(v.get("trusted").and_then(Value::as_bool).unwrap_or(true));
-    app.cwd.set(s(v, "cwd"));
+fn apply_list(app: App, v: StackList, loads_before: u64) {
+    let rows: Vec<StackRow> = v.stacks.into_iter().map(StackRow::from_row).collect();
+    app.active_id.set(v.active_id);
+    app.trusted.set(v.trusted);
+    app.cwd.set(v.cwd);
     app.problems
-        .set(arr(v, "problems").iter().map(|d| s(d, "message")).collect());
+        .set(v.problems.into_iter().map(|d| d.message).collect());
     app.stacks.set(rows);
     let first_load = !app.stacks_loaded.get_untracked();
     if first_load {
@@ -567,31 +569,29 @@ pub fn close_stack(app: App) {
 }
 
 /// The saved side described by a stack view (`GET /api/stacks/:sel` or a write's answer).
-fn loaded_from(view: &Value) -> Loaded {
+fn loaded_from(view: &StackView) -> Loaded {
+    let c = &view.common;
     Loaded {
-        selector: s(view, "selector"),
-        id: s(view, "id"),
-        scope: s(view, "scope"),
-        path: s(view, "path"),
-        revision: s(view, "revision"),
-        saved: view.get("stack").cloned().unwrap_or(Value::Null),
-        server_diagnostics: arr(view, "diagnostics").to_vec(),
-        unreadable: view
-            .get("unreadable")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        selector: c.selector.clone(),
+        id: c.id.clone(),
+        scope: c.scope.clone(),
+        path: c.path.clone(),
+        revision: c.revision.clone(),
+        saved: view.stack.clone(),
+        server_diagnostics: c.diagnostics.clone(),
+        unreadable: c.unreadable.clone(),
     }
 }
 
 /// Fills the editor from a stack view (a create, fork or import answer): any load or save
 /// still in flight is superseded.
-pub fn apply_view(app: App, view: &Value, keep_item: bool) {
+pub fn apply_view(app: App, view: &StackView, keep_item: bool) {
     let my = app.editor.next_load();
     app.editor.load_done.set_value(my);
     fill(app, view, keep_item);
 }
 
-fn fill(app: App, view: &Value, keep_item: bool) {
+fn fill(app: App, view: &StackView, keep_item: bool) {
     let ed = app.editor;
     let loaded = loaded_from(view);
     let same = ed
@@ -602,7 +602,10 @@ fn fill(app: App, view: &Value, keep_item: bool) {
         ed.json_origin.set(None);
     }
     let stack = loaded.saved.clone();
-    let count = arr(&stack, "items").len();
+    let count = stack
+        .get("items")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     // Only what changed is set: after a save the draft already equals the file, and setting it
     // again would rebuild the open item's editor and take the focus and caret from the user.
     if ed.draft.with_untracked(|d| *d != stack) {
@@ -636,7 +639,7 @@ pub fn load_stack(app: App, selector: String, announce: bool) {
     let ed = app.editor;
     let my = ed.next_load();
     spawn_local(async move {
-        let result = api::get(&format!("/api/stacks/{}", seg(&selector))).await;
+        let result = api::get_as::<StackView>(&format!("/api/stacks/{}", seg(&selector))).await;
         if ed.load_seq.get_value() != my {
             return; // the user moved on
         }
@@ -648,7 +651,7 @@ pub fn load_stack(app: App, selector: String, announce: bool) {
                     .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == selector));
                 fill(app, &view, same);
                 if announce {
-                    app.say(format!("Loaded {}", s(&view, "id")), Tone::Info);
+                    app.say(format!("Loaded {}", view.common.id), Tone::Info);
                 }
             }
             Err(e) => app.fail(&e),
@@ -665,7 +668,7 @@ fn reload_stack(app: App, selector: String) {
     }
     let my = ed.next_load();
     spawn_local(async move {
-        let result = api::get(&format!("/api/stacks/{}", seg(&selector))).await;
+        let result = api::get_as::<StackView>(&format!("/api/stacks/{}", seg(&selector))).await;
         if ed.load_seq.get_value() != my {
             return;
         }
@@ -676,11 +679,11 @@ fn reload_stack(app: App, selector: String) {
         let Some(loaded) = ed.loaded.get_untracked() else {
             return;
         };
-        if loaded.selector != selector || s(&view, "revision") == loaded.revision {
+        if loaded.selector != selector || view.common.revision == loaded.revision {
             return;
         }
         if ed.dirty.get_untracked() {
-            ed.disk_change.set(Some(s(&view, "revision")));
+            ed.disk_change.set(Some(view.common.revision));
             return;
         }
         fill(app, &view, true);
@@ -733,7 +736,8 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
     ed.busy.set(true);
     spawn_local(async move {
         let path = format!("/api/stacks/{}", seg(&loaded.selector));
-        let result = api::call(Method::Put, &path, Some(&body), Some(&revision)).await;
+        let result =
+            api::call_as::<StackView>(Method::Put, &path, Some(&body), Some(&revision)).await;
         ed.busy.set(false);
         let pending = ed.pending_change.try_update_value(Option::take).flatten();
         // Another stack was opened (or this one reloaded) meanwhile: the answer is not the
@@ -768,8 +772,8 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
             Err(e) if !current => app.fail(&e),
             Err(e) if e.is_stale() => {
                 ed.conflict.set(Some(Conflict {
-                    revision: s(&e.body, "currentRevision"),
-                    current: e.body.get("current").cloned().unwrap_or(Value::Null),
+                    revision: e.body.current_revision.clone().unwrap_or_default(),
+                    current: e.body.current.clone().unwrap_or(Value::Null),
                 }));
                 ed.disk_change.set(None);
                 app.say(
@@ -822,7 +826,7 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
 /// Loads `GET /api/resources` once.
 pub fn load_resources(app: App) {
     spawn_local(async move {
-        if let Ok(v) = api::get("/api/resources").await {
+        if let Ok(v) = api::get_as::<Resources>("/api/resources").await {
             app.resources.set(v);
         }
     });
@@ -834,8 +838,8 @@ pub const NO_LIVE_SESSION: &str =
 
 /// Takes a new view of the live Pi session (a `live` event or `GET /api/live`). When the
 /// session or what it runs changed, lists that show the live facts are refetched.
-pub fn set_live(app: App, view: Value) {
-    let connected = b(&view, "connected");
+pub fn set_live(app: App, view: LiveView) {
+    let connected = view.connected;
     if app.live.with_untracked(|v| *v == view) {
         return;
     }
@@ -844,11 +848,7 @@ pub fn set_live(app: App, view: Value) {
     if connected {
         app.live_error.set(None);
     }
-    let active = if connected {
-        opt_s(&view, "activeStackId")
-    } else {
-        None
-    };
+    let active = view.session().and_then(|s| s.active_stack_id.clone());
     app.active_id.set(active);
     // The stack list's `active` flags and the profiles' "Now" column follow the session.
     refresh_stacks(app);
@@ -856,7 +856,7 @@ pub fn set_live(app: App, view: Value) {
 }
 
 /// A `live` event from `/api/events`.
-pub fn on_live_event(app: App, view: Value) {
+pub fn on_live_event(app: App, view: LiveView) {
     app.live_seq.update_value(|n| *n += 1);
     set_live(app, view);
 }
@@ -866,7 +866,7 @@ pub fn on_live_event(app: App, view: Value) {
 pub fn fetch_live(app: App) {
     let seq = app.live_seq.get_value();
     spawn_local(async move {
-        if let Ok(v) = api::get("/api/live").await {
+        if let Ok(v) = api::get_as::<LiveView>("/api/live").await {
             if app.live_seq.get_value() == seq {
                 set_live(app, v);
             }
@@ -877,8 +877,8 @@ pub fn fetch_live(app: App) {
 /// What the app says about a failed Activate, Deactivate or Apply: the server's own words,
 /// and the indicator is told when the answer says there is no session.
 pub fn live_failure(app: App, e: &ApiError) -> String {
-    if e.code == "no_live_session" && b(&app.live.get_untracked(), "connected") {
-        set_live(app, json!({ "connected": false }));
+    if e.code == "no_live_session" && app.live.with_untracked(|v| v.connected) {
+        set_live(app, LiveView::default());
     }
     e.message.clone()
 }
@@ -888,10 +888,10 @@ pub fn live_failure(app: App, e: &ApiError) -> String {
 pub fn activate(app: App, selector: String) {
     spawn_local(async move {
         let path = format!("/api/stacks/{}/activate", seg(&selector));
-        match api::post(&path, &json!({})).await {
+        match api::post_as::<Activated>(&path, &json!({})).await {
             Ok(v) => {
                 app.live_error.set(None);
-                app.active_id.set(opt_s(&v, "activeId"));
+                app.active_id.set(v.active_id);
                 app.say(format!("Activated {selector} in Pi"), Tone::Ok);
                 refresh_stacks(app);
             }
@@ -908,10 +908,10 @@ pub fn activate(app: App, selector: String) {
 /// Turns the active Preset off in the live Pi session (`POST /api/disable`).
 pub fn deactivate(app: App) {
     spawn_local(async move {
-        match api::post("/api/disable", &json!({})).await {
+        match api::post_as::<Activated>("/api/disable", &json!({})).await {
             Ok(v) => {
                 app.live_error.set(None);
-                app.active_id.set(opt_s(&v, "activeId"));
+                app.active_id.set(v.active_id);
                 app.say("Pi runs without a Preset now", Tone::Ok);
                 refresh_stacks(app);
             }

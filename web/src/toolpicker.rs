@@ -4,20 +4,19 @@
 
 use leptos::prelude::*;
 
-use crate::api::{arr, b, s};
 use crate::state::app;
 
 /// The registered tools as `(name, source, description, active)`, in registry order.
 pub fn registered_tools() -> Vec<(String, String, String, bool)> {
     app().resources.with(|r| {
-        arr(r, "tools")
+        r.tools
             .iter()
             .map(|t| {
                 (
-                    s(t, "name"),
-                    s(t, "source"),
-                    s(t, "description"),
-                    b(t, "active"),
+                    t.name.clone(),
+                    t.source.clone().unwrap_or_default(),
+                    t.description.clone().unwrap_or_default(),
+                    t.active,
                 )
             })
             .collect()

@@ -15,8 +15,6 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use super::adapter::diff::{hash_text, Section};
 use super::{Compiled, MessageSource, IMPLICIT_HISTORY_NAME};
 use crate::diag::Diagnostic;
@@ -29,23 +27,9 @@ pub const PREVIEW_MESSAGE_LIMIT: usize = 8000;
 /// Info added once per enabled finalize rule.
 pub const FINALIZE_NOTE: &str = "finalize regex rules are not represented in preview.";
 
-/// A compiled prompt laid out for display and draft diffs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Preview {
-    pub stack_id: String,
-    /// UTC ISO time of the compilation.
-    pub generated_at: String,
-    pub system: Section,
-    pub messages: Vec<Section>,
-    /// UTF-16 length of every section's content.
-    pub total_chars: usize,
-    /// `ceil(total_chars / 4)`.
-    pub approx_tokens: usize,
-    /// Load diagnostics, then the compiler's (system, then messages), then one info per enabled
-    /// finalize rule.
-    pub diagnostics: Vec<Diagnostic>,
-}
+/// A compiled prompt laid out for display and draft diffs (a contract type: the browser reads
+/// it from `POST /api/stacks/:sel/preview` without the compiler).
+pub use crate::api::Preview;
 
 fn section(id: &str, diff_key: &str, title: &str, role: &str, content: &str) -> Section {
     Section::new(id, Some(diff_key), title, Some(role), content)

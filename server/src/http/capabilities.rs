@@ -6,6 +6,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{
+    BindingRef, BindingSource, CapabilityList, Deleted, EffectiveBinding, EffectiveBindings, Key,
+    Validation,
+};
 use forge_core::capability;
 use std::collections::BTreeMap;
 
@@ -15,7 +19,7 @@ use forge_core::workspace::{CapabilityEntry, Resolved, WorkspaceSnapshot};
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, resource_object, JsonBody};
+use super::extract::{ok_typed, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{capability_view, with_etag};
 use super::write::{
@@ -86,16 +90,15 @@ fn users_of<'a>(
 async fn list(State(state): State<AppState>) -> Response {
     let snapshot = state.ws.snapshot();
     let users = snapshot.capability_users();
-    let capabilities: Vec<Value> = snapshot
-        .capabilities
-        .iter()
-        .map(|e| capability_view(e, &snapshot, users_of(&users, e)))
-        .collect();
-    ok_json(&json!({
-        "ok": true,
-        "trusted": snapshot.trusted,
-        "capabilities": capabilities,
-    }))
+    ok_typed(&CapabilityList {
+        ok: true,
+        trusted: snapshot.trusted,
+        capabilities: snapshot
+            .capabilities
+            .iter()
+            .map(|e| capability_view(e, &snapshot, users_of(&users, e)))
+            .collect(),
+    })
 }
 
 /// `GET /api/capabilities/:scope:id`.
@@ -164,10 +167,10 @@ async fn remove(
 ) -> ApiResult<Response> {
     let selector = selector(&sel)?;
     let outcome = delete_resource(&state, Kind::Capability, selector, &headers, body).await?;
-    Ok(ok_json(&json!({
-        "ok": true,
-        "deleted": outcome.deleted.map(|k| k.to_string()),
-    })))
+    Ok(ok_typed(&Deleted {
+        ok: true,
+        deleted: outcome.deleted.map(|k| k.to_string()),
+    }))
 }
 
 /// `POST /api/capabilities/:sel/fork` `{id, scope?}` → 201: a copy under a new id, usually in
@@ -199,13 +202,7 @@ async fn validate(State(state): State<AppState>, body: JsonBody) -> ApiResult<Re
     let scope = service::parse_scope(body.get("scope"))?;
     let snapshot = state.ws.snapshot();
     let diagnostics = service::validate(Kind::Capability, scope, &value, &snapshot);
-    let (errors, warnings, _) = forge_core::diag::counts(&diagnostics);
-    Ok(ok_json(&json!({
-        "diagnostics": diagnostics,
-        "errors": errors,
-        "warnings": warnings,
-        "valid": errors == 0,
-    })))
+    Ok(ok_typed(&Validation::of(diagnostics)))
 }
 
 /// `POST /api/capabilities/effective` `{presetSelector, bindings}` → `{ok, bindings:[{id, ref,
@@ -271,21 +268,30 @@ async fn effective(State(state): State<AppState>, body: JsonBody) -> ApiResult<R
                         .with_details(json!({ "diagnostics": errors }))
                 },
             )?;
-        out.push(json!({
-            "id": binding.effective_id(),
-            "ref": target.key.to_string(),
-            "modelCallable": binding.model_callable,
-            "source": {
-                "kind": "capability",
-                "key": { "scope": target.key.scope.as_str(), "id": target.key.id },
-                "binding": {
-                    "preset": { "scope": owner.scope.as_str(), "id": owner.id },
-                    "id": binding.effective_id(),
+        out.push(EffectiveBinding {
+            id: binding.effective_id().to_string(),
+            reference: target.key.to_string(),
+            model_callable: binding.model_callable,
+            source: BindingSource {
+                kind: "capability".to_string(),
+                key: Key {
+                    scope: target.key.scope.as_str().to_string(),
+                    id: target.key.id.clone(),
                 },
-                "revision": target.revision,
+                binding: BindingRef {
+                    preset: Key {
+                        scope: owner.scope.as_str().to_string(),
+                        id: owner.id.clone(),
+                    },
+                    id: binding.effective_id().to_string(),
+                },
+                revision: target.revision.clone(),
             },
-            "effective": effective.to_value(),
-        }));
+            effective: effective.to_value(),
+        });
     }
-    Ok(ok_json(&json!({ "ok": true, "bindings": out })))
+    Ok(ok_typed(&EffectiveBindings {
+        ok: true,
+        bindings: out,
+    }))
 }

@@ -2,14 +2,15 @@
 //!
 //! `error` is a sentence for people, `code` a stable machine word the editor switches on, `field`
 //! the JSON field at fault and `details` anything structured (diagnostics, the conflicting
-//! resource). A few codes add top-level members (`stale_revision` adds `currentRevision` and
-//! `current`).
+//! resource). `stale_revision` adds `currentRevision` and `current`. The body is forge-core's
+//! [`ErrorBody`], the struct the web app reads it into.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use forge_core::api::ErrorBody;
 use forge_core::workspace::service::ServiceError;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -24,8 +25,9 @@ pub struct ApiError {
 struct More {
     field: Option<String>,
     details: Option<Value>,
-    /// Extra top-level members of the body.
-    extra: Map<String, Value>,
+    /// `stale_revision`: the file's revision now, and its content (`null` when not JSON).
+    current_revision: Option<String>,
+    current: Option<Value>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -54,8 +56,11 @@ impl ApiError {
         self
     }
 
-    pub fn with_extra(mut self, key: &str, value: Value) -> ApiError {
-        self.more().extra.insert(key.to_string(), value);
+    /// The members a stale save adds: the current revision and content.
+    pub fn with_current(mut self, revision: String, current: Value) -> ApiError {
+        let more = self.more();
+        more.current_revision = Some(revision);
+        more.current = Some(current);
         self
     }
 
@@ -81,22 +86,22 @@ impl ApiError {
         )
     }
 
-    pub fn body(&self) -> Value {
-        let mut body = Map::new();
-        body.insert("error".into(), Value::String(self.message.clone()));
-        body.insert("code".into(), Value::String(self.code.to_string()));
-        if let Some(more) = &self.more {
-            if let Some(field) = &more.field {
-                body.insert("field".into(), Value::String(field.clone()));
-            }
-            if let Some(details) = &more.details {
-                body.insert("details".into(), details.clone());
-            }
-            for (k, v) in &more.extra {
-                body.insert(k.clone(), v.clone());
-            }
+    /// The body as the contract's [`ErrorBody`].
+    pub fn error_body(&self) -> ErrorBody {
+        let more = self.more.as_deref();
+        ErrorBody {
+            error: self.message.clone(),
+            code: self.code.to_string(),
+            field: more.and_then(|m| m.field.clone()),
+            details: more.and_then(|m| m.details.clone()),
+            current_revision: more.and_then(|m| m.current_revision.clone()),
+            current: more.and_then(|m| m.current.clone()),
         }
-        Value::Object(body)
+    }
+
+    pub fn body(&self) -> Value {
+        // Plain data: serializing it cannot fail.
+        serde_json::to_value(self.error_body()).unwrap_or(Value::Null)
     }
 }
 
@@ -122,9 +127,7 @@ impl From<ServiceError> for ApiError {
             current,
         } = error
         {
-            api = api
-                .with_extra("currentRevision", Value::String(current_revision))
-                .with_extra("current", current.unwrap_or(Value::Null));
+            api = api.with_current(current_revision, current.unwrap_or(Value::Null));
         }
         api
     }

@@ -64,7 +64,10 @@ async fn events(State(state): State<AppState>) -> Response {
     let stopped = async move {
         let _ = shutdown.wait_for(|stop| *stop).await;
     };
-    let live_event = |view: Value| Event::default().event("live").data(json::to_compact(&view));
+    let live_event = |view: forge_core::api::LiveView| {
+        let view = serde_json::to_value(&view).unwrap_or(Value::Null);
+        Event::default().event("live").data(json::to_compact(&view))
+    };
     let live = WatchStream::new(state.live.watch()).map(live_event);
     let payload_event = |summary: Value| {
         Event::default()

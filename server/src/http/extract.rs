@@ -124,6 +124,20 @@ pub fn ok_json(value: &Value) -> Response {
     json_response(StatusCode::OK, value)
 }
 
+/// A contract struct ([`forge_core::api`]) as a JSON response, written like [`json_response`].
+pub fn typed_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
+    match serde_json::to_value(value) {
+        Ok(value) => json_response(status, &value),
+        Err(e) => {
+            ApiError::internal(format!("Could not serialize the answer: {e}")).into_response()
+        }
+    }
+}
+
+pub fn ok_typed<T: serde::Serialize>(value: &T) -> Response {
+    typed_response(StatusCode::OK, value)
+}
+
 /// `sha256:<hex>` from either that form or 64 bare hex digits (the 0.5.5 `sourceRevision`).
 pub use forge_core::workspace::service::normalize_revision;
 

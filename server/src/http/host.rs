@@ -89,7 +89,7 @@ pub(super) fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T
 /// `GET /api/live` → `{connected:false}` or the live session (Pi version, session, model,
 /// thinking level, active Preset, provenance).
 async fn live_view(State(state): State<AppState>) -> Response {
-    ok_json(&state.live.view())
+    super::extract::ok_typed(&state.live.view())
 }
 
 /// `GET /api/runtime` → the runtime snapshot previews compile against, exactly as

@@ -4,12 +4,13 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{Meta, Reloaded, ResourceGroup, Resources, SkillView, ToolView};
 use forge_core::profile::ThinkingLevel;
 use forge_core::runtime::ToolInfo;
 use forge_core::stack::slot_schema::SLOT_SCHEMAS;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::extract::ok_json;
+use super::extract::{ok_json, ok_typed};
 use super::AppState;
 
 /// What this server can do; the editor compares it with what it expects and asks for a reload
@@ -40,29 +41,20 @@ pub fn routes() -> Router<AppState> {
 
 /// `GET /api/meta`.
 async fn meta(State(state): State<AppState>) -> Response {
-    ok_json(&json!({
-        "name": "pi-forge",
-        "version": env!("CARGO_PKG_VERSION"),
-        "features": FEATURES,
-        "trusted": state.ws.trusted(),
-        "liveHost": state.live.connected(),
-        "live": state.live.view(),
-        "demo": state.demo,
-        "project": state.project.display().to_string(),
-        "globalDir": state.global.display().to_string(),
-        "generation": state.ws.generation(),
+    ok_typed(&Meta {
+        name: "pi-forge".to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        trusted: state.ws.trusted(),
+        live_host: state.live.connected(),
+        live: state.live.view(),
+        demo: state.demo,
+        project: state.project.display().to_string(),
+        global_dir: state.global.display().to_string(),
+        generation: state.ws.generation(),
         // A resource folder that cannot be listed (permission denied, a file in its place):
         // the path and the reason. What could be read is served as usual.
-        "problems": state.ws.problems(),
-    }))
-}
-
-fn tool_view(tool: &ToolInfo) -> Value {
-    json!({
-        "name": tool.name,
-        "description": tool.description,
-        "source": tool.source,
-        "active": tool.active,
+        problems: state.ws.problems(),
     })
 }
 
@@ -74,36 +66,43 @@ async fn resources(State(state): State<AppState>) -> Response {
     tools.sort_by(|a, b| (&a.source, &a.name).cmp(&(&b.source, &b.name)));
     let mut skills: Vec<_> = runtime.skills.iter().collect();
     skills.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut groups: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    let mut groups: Vec<ResourceGroup> = Vec::new();
     for tool in &tools {
         let source = tool.source.clone().unwrap_or_else(|| "unknown".to_string());
-        match groups.iter_mut().find(|g| g.0 == source) {
-            Some(group) => group.1.push(&tool.name),
-            None => groups.push((source, vec![&tool.name], Vec::new())),
+        match groups.iter_mut().find(|g| g.source == source) {
+            Some(group) => group.tools.push(tool.name.clone()),
+            None => groups.push(ResourceGroup {
+                source,
+                tools: vec![tool.name.clone()],
+                skills: Vec::new(),
+            }),
         }
     }
     for skill in &skills {
         let source = skill.file_path.clone();
-        match groups.iter_mut().find(|g| g.0 == source) {
-            Some(group) => group.2.push(&skill.name),
-            None => groups.push((source, Vec::new(), vec![&skill.name])),
+        match groups.iter_mut().find(|g| g.source == source) {
+            Some(group) => group.skills.push(skill.name.clone()),
+            None => groups.push(ResourceGroup {
+                source,
+                tools: Vec::new(),
+                skills: vec![skill.name.clone()],
+            }),
         }
     }
-    ok_json(&json!({
-        "liveHost": runtime.live,
-        "tools": tools.iter().map(|t| tool_view(t)).collect::<Vec<_>>(),
-        "skills": skills.iter().map(|s| json!({
-            "name": s.name,
-            "description": s.description,
-            "source": s.file_path,
-            "hidden": s.disable_model_invocation,
-        })).collect::<Vec<_>>(),
-        "groups": groups.iter().map(|(source, tools, skills)| json!({
-            "source": source,
-            "tools": tools,
-            "skills": skills,
-        })).collect::<Vec<_>>(),
-    }))
+    ok_typed(&Resources {
+        live_host: runtime.live,
+        tools: tools.iter().map(|t| ToolView::from(*t)).collect(),
+        skills: skills
+            .iter()
+            .map(|s| SkillView {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                source: s.file_path.clone(),
+                hidden: s.disable_model_invocation,
+            })
+            .collect(),
+        groups,
+    })
 }
 
 /// `GET /api/registry` → the fixed vocabulary the editor builds forms from: the option schema of
@@ -121,10 +120,10 @@ async fn registry() -> Response {
 /// answers `{ok, generation, changed}`.
 async fn reload(State(state): State<AppState>) -> Response {
     let event = state.ws.reload().await;
-    ok_json(&json!({
-        "ok": true,
-        "generation": state.ws.generation(),
-        "changed": event.map_or(0, |e| e.changes.len()),
-        "activeId": state.active_id(),
-    }))
+    ok_typed(&Reloaded {
+        ok: true,
+        generation: state.ws.generation(),
+        changed: event.map_or(0, |e| e.changes.len()),
+        active_id: state.active_id(),
+    })
 }

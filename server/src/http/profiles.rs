@@ -11,6 +11,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{
+    Applied, AppliedChoice, CurrentChoice, Deleted, LastApplied, Model, ProfileCollection,
+    ProfilePreview, ProfileStatus, ProfileValidation, ProfileView, Saved, StackChoice,
+    TargetChoice,
+};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{counts, Diagnostic};
 use forge_core::id::Scope;
@@ -23,7 +28,7 @@ use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, Worksp
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, resource_object, JsonBody};
+use super::extract::{ok_typed, resource_object, JsonBody};
 use super::host::{command_ok, command_switching_stack};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
@@ -52,28 +57,32 @@ fn effective_tools(runtime: &RuntimeSnapshot, stack: Option<&PromptStack>) -> Ve
 }
 
 /// `current`: the live session's model, thinking level and Preset (all null without one).
-fn current(state: &ServerState, snapshot: &WorkspaceSnapshot, runtime: &RuntimeSnapshot) -> Value {
+fn current(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    runtime: &RuntimeSnapshot,
+) -> CurrentChoice {
     let active = state.active_id();
     let stack = active
         .as_deref()
         .and_then(|a| stack_entry(snapshot, a))
         .map(|e| &e.parsed.stack);
     let choice = state.live.with_live(|h| h.choice()).unwrap_or_default();
-    json!({
-        "model": choice.model.as_ref().map(|m| m.to_value()),
-        "thinkingLevel": choice.thinking_level,
-        "promptStack": active,
-        "effectiveTools": effective_tools(runtime, stack),
-    })
+    CurrentChoice {
+        model: choice.model.as_ref().map(Model::from),
+        thinking_level: choice.thinking_level,
+        prompt_stack: active,
+        effective_tools: effective_tools(runtime, stack),
+    }
 }
 
 /// `lastApplied` of the live session: the provenance with source state and drift, or null.
-fn last_applied(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+fn last_applied(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Option<LastApplied> {
     let Ok((Some(provenance), choice)) = state
         .live
         .with_live(|h| (h.provenance().cloned(), h.choice()))
     else {
-        return Value::Null;
+        return None;
     };
     let source_path = provenance.get("sourcePath").and_then(Value::as_str);
     let source = snapshot
@@ -81,16 +90,15 @@ fn last_applied(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
         .iter()
         .find(|e| Some(e.path.as_str()) == source_path)
         .map(|e| &e.parsed.profile);
-    let mut view = session::last_applied(&provenance, source, &choice);
-    let drifted = session::drifted(&view);
-    if let Value::Object(map) = &mut view {
-        map.insert("drifted".into(), json!(drifted));
-    }
-    view
+    Some(session::last_applied(&provenance, source, &choice))
 }
 
 /// What applying `entry` would set, and whether it could be applied.
-fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
+fn preview_of(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    entry: &ProfileEntry,
+) -> ProfilePreview {
     let runtime = state.tool_runtime();
     let profile = &entry.parsed.profile;
     let mut diagnostics = entry.diagnostics.clone();
@@ -120,40 +128,48 @@ fn preview_of(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &Profile
         }
     };
     let policy = stack.and_then(|s| s.parsed.stack.tools.as_ref().map(|p| p.to_value()));
-    json!({
-        "profileId": profile.id,
-        "name": profile.name,
-        "description": profile.description,
-        "sourcePath": entry.path,
-        "autoActivate": profile.auto_activate == Some(true),
-        "current": current(state, snapshot, &runtime),
-        "target": {
-            "model": profile.model.to_value(),
-            "thinkingLevel": profile.thinking_level.as_str(),
-            "promptStack": stack_key,
-            "effectiveTools": effective_tools(&runtime, stack.map(|s| &s.parsed.stack)),
-            "toolPolicy": policy,
+    ProfilePreview {
+        profile_id: profile.id.clone(),
+        name: profile.name.clone(),
+        description: profile.description.clone(),
+        source_path: entry.path.clone(),
+        auto_activate: profile.auto_activate == Some(true),
+        current: current(state, snapshot, &runtime),
+        target: TargetChoice {
+            model: Model::from(&profile.model),
+            thinking_level: profile.thinking_level.as_str().to_string(),
+            prompt_stack: stack_key,
+            effective_tools: effective_tools(&runtime, stack.map(|s| &s.parsed.stack)),
+            tool_policy: policy,
         },
-        "applicable": entry.usable() && resolves,
-        "liveHost": state.live.connected(),
-        "diagnostics": diagnostics,
-    })
+        applicable: entry.usable() && resolves,
+        live_host: state.live.connected(),
+        diagnostics,
+    }
 }
 
-fn entry_view(state: &ServerState, snapshot: &WorkspaceSnapshot, entry: &ProfileEntry) -> Value {
-    let mut map = profile_view(entry, snapshot);
-    map.insert("preview".into(), preview_of(state, snapshot, entry));
-    map.insert("lastApplied".into(), last_applied(state, snapshot));
-    Value::Object(map)
+fn entry_view(
+    state: &ServerState,
+    snapshot: &WorkspaceSnapshot,
+    entry: &ProfileEntry,
+) -> ProfileView {
+    let (common, shadowed, profile) = profile_view(entry, snapshot);
+    ProfileView {
+        common,
+        shadowed,
+        profile,
+        preview: preview_of(state, snapshot, entry),
+        last_applied: last_applied(state, snapshot),
+    }
 }
 
-fn status_view(state: &ServerState, snapshot: &WorkspaceSnapshot) -> Value {
+fn status_view(state: &ServerState, snapshot: &WorkspaceSnapshot) -> ProfileStatus {
     let runtime = state.tool_runtime();
-    json!({
-        "liveHost": state.live.connected(),
-        "current": current(state, snapshot, &runtime),
-        "lastApplied": last_applied(state, snapshot),
-    })
+    ProfileStatus {
+        live_host: state.live.connected(),
+        current: current(state, snapshot, &runtime),
+        last_applied: last_applied(state, snapshot),
+    }
 }
 
 fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a ProfileEntry> {
@@ -179,23 +195,6 @@ fn resolve<'a>(snapshot: &'a WorkspaceSnapshot, sel: &str) -> ApiResult<&'a Prof
 async fn collection(State(state): State<AppState>) -> ApiResult<Response> {
     let snapshot = state.ws.snapshot();
     let view = tokio::task::spawn_blocking(move || {
-        let profiles: Vec<Value> = snapshot
-            .profiles
-            .iter()
-            .map(|e| entry_view(&state, &snapshot, e))
-            .collect();
-        let stacks: Vec<Value> = snapshot
-            .stacks
-            .iter()
-            .map(|e| {
-                json!({
-                    "id": e.key.id,
-                    "name": e.parsed.stack.name(),
-                    "selector": e.key.to_string(),
-                    "scope": e.key.scope.as_str(),
-                })
-            })
-            .collect();
         let dir = |scope| {
             state
                 .ws
@@ -204,25 +203,38 @@ async fn collection(State(state): State<AppState>) -> ApiResult<Response> {
                 .map(|p| p.display().to_string())
                 .ok()
         };
-        json!({
-            "trusted": snapshot.trusted,
-            "liveHost": false,
-            "profileDirectory": dir(Scope::Project),
-            "globalProfileDirectory": dir(Scope::Global),
-            "profiles": profiles,
-            "status": status_view(&state, &snapshot),
-            "models": state.live.with_live(|h| h.models()).unwrap_or_default(),
-            "promptStacks": stacks,
-        })
+        ProfileCollection {
+            trusted: snapshot.trusted,
+            live_host: false,
+            profile_directory: dir(Scope::Project),
+            global_profile_directory: dir(Scope::Global),
+            profiles: snapshot
+                .profiles
+                .iter()
+                .map(|e| entry_view(&state, &snapshot, e))
+                .collect(),
+            status: status_view(&state, &snapshot),
+            models: state.live.with_live(|h| h.models()).unwrap_or_default(),
+            prompt_stacks: snapshot
+                .stacks
+                .iter()
+                .map(|e| StackChoice {
+                    id: e.key.id.clone(),
+                    name: e.parsed.stack.name().map(str::to_string),
+                    selector: e.key.to_string(),
+                    scope: e.key.scope.as_str().to_string(),
+                })
+                .collect(),
+        }
     })
     .await?;
-    Ok(ok_json(&view))
+    Ok(ok_typed(&view))
 }
 
 /// `GET /api/profiles/status` → `{liveHost, current, lastApplied}`.
 async fn status(State(state): State<AppState>) -> Response {
     let snapshot = state.ws.snapshot();
-    ok_json(&status_view(&state, &snapshot))
+    ok_typed(&status_view(&state, &snapshot))
 }
 
 /// `GET /api/profiles/:sel` (a bare id prefers the project) → the profile with its preview.
@@ -285,10 +297,10 @@ async fn remove(
 ) -> ApiResult<Response> {
     let selector = selector(&sel)?;
     let outcome = delete_resource(&state, Kind::Profile, selector, &headers, body).await?;
-    Ok(ok_json(&json!({
-        "ok": true,
-        "deleted": outcome.deleted.map(|k| k.to_string()),
-    })))
+    Ok(ok_typed(&Deleted {
+        ok: true,
+        deleted: outcome.deleted.map(|k| k.to_string()),
+    }))
 }
 
 /// `POST /api/profiles/:sel/fork` `{id, scope?}` → 201.
@@ -327,15 +339,15 @@ fn validation_view(
     state: &ServerState,
     snapshot: &WorkspaceSnapshot,
     entry: &ProfileEntry,
-) -> Value {
+) -> ProfileValidation {
     let (errors, warnings, _) = counts(&entry.diagnostics);
-    json!({
-        "preview": preview_of(state, snapshot, entry),
-        "diagnostics": entry.diagnostics,
-        "errors": errors,
-        "warnings": warnings,
-        "valid": errors == 0,
-    })
+    ProfileValidation {
+        preview: preview_of(state, snapshot, entry),
+        diagnostics: entry.diagnostics.clone(),
+        errors,
+        warnings,
+        valid: errors == 0,
+    }
 }
 
 /// `POST /api/profiles/validate` `{profile, existingId?, scope?}` → `{preview, diagnostics,
@@ -367,7 +379,7 @@ async fn validate(State(state): State<AppState>, body: JsonBody) -> ApiResult<Re
     };
     let view =
         tokio::task::spawn_blocking(move || validation_view(&state, &snapshot, &entry)).await?;
-    Ok(ok_json(&view))
+    Ok(ok_typed(&view))
 }
 
 /// `POST /api/profiles/:sel/preview` `{profile?}` → the preview of the saved profile, or of the
@@ -394,15 +406,12 @@ async fn preview(
             )
         }
     };
-    let view = tokio::task::spawn_blocking(move || {
-        let mut view = preview_of(&state, &snapshot, &entry);
-        if let Value::Object(map) = &mut view {
-            map.insert("ok".into(), Value::Bool(true));
-        }
-        view
+    let view = tokio::task::spawn_blocking(move || Saved {
+        view: preview_of(&state, &snapshot, &entry),
+        ok: true,
     })
     .await?;
-    Ok(ok_json(&view))
+    Ok(ok_typed(&view))
 }
 
 /// `POST /api/profiles/:sel/apply` → the live Pi session switches model, thinking level, Preset
@@ -412,7 +421,7 @@ async fn preview(
 async fn apply(State(state): State<AppState>, Path(sel): Path<String>) -> ApiResult<Response> {
     let snapshot = state.ws.snapshot();
     let entry = resolve(&snapshot, &sel)?.clone();
-    Ok(ok_json(&apply_profile(&state, &snapshot, &entry).await?))
+    Ok(ok_typed(&apply_profile(&state, &snapshot, &entry).await?))
 }
 
 /// A fresh Pi session in a trusted project applies the one usable auto-activating profile, once
@@ -444,10 +453,10 @@ async fn apply_profile(
     state: &ServerState,
     snapshot: &WorkspaceSnapshot,
     entry: &ProfileEntry,
-) -> ApiResult<Value> {
+) -> ApiResult<Applied> {
     let profile = entry.parsed.profile.clone();
     let preview = preview_of(state, snapshot, entry);
-    if preview.get("applicable").and_then(Value::as_bool) != Some(true) {
+    if !preview.applicable {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "not_applicable",
@@ -456,15 +465,13 @@ async fn apply_profile(
                 entry.key
             ),
         )
-        .with_details(json!({ "diagnostics": preview["diagnostics"] })));
+        .with_details(json!({ "diagnostics": preview.diagnostics })));
     }
     if !state.live.connected() {
         return Err(crate::live::LiveError::NoLiveSession.into());
     }
-    let stack_key = preview["target"]["promptStack"]
-        .as_str()
-        .map(str::to_string);
-    let tools = preview["target"]["effectiveTools"].clone();
+    let stack_key = preview.target.prompt_stack.clone();
+    let tools = json!(preview.target.effective_tools);
     let mut body = Map::new();
     body.insert("model".into(), profile.model.to_value());
     body.insert(
@@ -533,16 +540,16 @@ async fn apply_profile(
         h.set_active_stack(stack_key.clone());
         h.set_provenance(Some(provenance.clone()));
     })?;
-    Ok(json!({
-        "ok": true,
-        "profileId": entry.key.to_string(),
-        "applied": {
-            "model": applied_model,
-            "thinkingLevel": used_thinking,
-            "promptStack": stack_key,
-            "activeTools": active_tools,
+    Ok(Applied {
+        ok: true,
+        profile_id: entry.key.to_string(),
+        applied: AppliedChoice {
+            model: applied_model,
+            thinking_level: used_thinking,
+            prompt_stack: stack_key,
+            active_tools,
         },
-        "changed": session::changes(&before, &applied),
-        "notes": notes,
-    }))
+        changed: session::changes(&before, &applied),
+        notes,
+    })
 }

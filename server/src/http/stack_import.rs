@@ -6,6 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use forge_core::api::{ImportPreview, Imported};
 use forge_core::diag::{self, Level};
 use forge_core::id::Selector;
 use forge_core::id::{fallback_id, is_valid_id};
@@ -16,7 +17,7 @@ use forge_core::workspace::service::{self, Kind};
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{json_response, JsonBody};
+use super::extract::{ok_typed, JsonBody};
 use super::stacks::{flag, written_view};
 use super::write::ok_view_response;
 use super::write::{mutate, Outcome};
@@ -255,33 +256,31 @@ pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<
             return Err(error);
         }
         let (errors, warnings, _) = diag::counts(&diagnostics);
-        return Ok(json_response(
-            StatusCode::OK,
-            &json!({
-                "ok": true,
-                "dryRun": true,
-                "format": format.name(),
-                "id": stack_id,
-                "scope": scope.as_str(),
-                "exists": existing.is_some(),
-                "existingPath": existing.map(|e| e.path.to_string()),
-                "stack": stack,
-                "report": report,
-                "diagnostics": diagnostics,
-                "errors": errors,
-                "warnings": warnings,
-            }),
-        ));
+        return Ok(ok_typed(&ImportPreview {
+            ok: true,
+            dry_run: true,
+            format: format.name().to_string(),
+            id: stack_id.to_string(),
+            scope: scope.as_str().to_string(),
+            exists: existing.is_some(),
+            existing_path: existing.map(|e| e.path.to_string()),
+            stack: stack.clone(),
+            report,
+            diagnostics,
+            errors,
+            warnings,
+        }));
     }
 
     let (outcome, snapshot) = mutate(&state, move |store, snapshot| {
         service::create(store, snapshot, Kind::Stack, scope, &stack, false).map(Outcome::from)
     })
     .await?;
-    let (mut view, revision) = written_view(&state, &outcome, &snapshot)?;
-    if let Value::Object(map) = &mut view {
-        map.insert("format".into(), Value::String(format.name().into()));
-        map.insert("report".into(), report);
-    }
-    Ok(ok_view_response(StatusCode::CREATED, view, &revision))
+    let (view, revision) = written_view(&state, &outcome, &snapshot)?;
+    let imported = Imported {
+        view,
+        format: format.name().to_string(),
+        report,
+    };
+    Ok(ok_view_response(StatusCode::CREATED, imported, &revision))
 }

@@ -6,6 +6,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{Activated, StackDeleted, StackPreview, StackView, Validation};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::id::{parse_selector, Selector};
 use forge_core::json;
@@ -15,7 +16,7 @@ use forge_core::workspace::{Resolved, StackEntry, WorkspaceSnapshot, MAX_STACK_B
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, resource_object, JsonBody};
+use super::extract::{ok_typed, resource_object, JsonBody};
 use super::views::{stack_detail, with_etag};
 use super::write::{
     delete_resource, export_file, fork_resource, mutate, ok_view_response, save_resource,
@@ -88,7 +89,7 @@ pub(super) fn written_view(
     state: &AppState,
     outcome: &Outcome,
     snapshot: &WorkspaceSnapshot,
-) -> ApiResult<(Value, String)> {
+) -> ApiResult<(StackView, String)> {
     let (entry, revision) = written_entry(outcome, &snapshot.stacks, "stack")?;
     Ok((stack_detail(entry, state.active_id().as_deref()), revision))
 }
@@ -164,11 +165,11 @@ async fn remove(
             );
         }
     }
-    Ok(ok_json(&json!({
-        "ok": true,
-        "deleted": key,
-        "activeId": state.active_id(),
-    })))
+    Ok(ok_typed(&StackDeleted {
+        ok: true,
+        deleted: key,
+        active_id: state.active_id(),
+    }))
 }
 
 /// `POST /api/stacks/:sel/fork` `{id, scope?}` → 201 with the copy.
@@ -202,14 +203,8 @@ async fn export(State(state): State<AppState>, Path(sel): Path<String>) -> ApiRe
     .await
 }
 
-fn diagnostics_response(diagnostics: &[forge_core::diag::Diagnostic]) -> Response {
-    let (errors, warnings, _) = forge_core::diag::counts(diagnostics);
-    ok_json(&json!({
-        "diagnostics": diagnostics,
-        "errors": errors,
-        "warnings": warnings,
-        "valid": errors == 0,
-    }))
+fn diagnostics_response(diagnostics: Vec<forge_core::diag::Diagnostic>) -> Response {
+    ok_typed(&Validation::of(diagnostics))
 }
 
 /// `POST /api/stacks/validate` `{stack, scope?}` → `{diagnostics, errors, warnings, valid}` for a
@@ -219,7 +214,7 @@ async fn validate_new(State(state): State<AppState>, body: JsonBody) -> ApiResul
     let stack = resource_object(&body, "stack")?;
     let scope = service::parse_scope(body.get("scope"))?;
     let snapshot = state.ws.snapshot();
-    Ok(diagnostics_response(&service::validate(
+    Ok(diagnostics_response(service::validate(
         Kind::Stack,
         scope,
         &stack,
@@ -239,7 +234,7 @@ async fn validate_existing(
     let selector = selector(&sel)?;
     let snapshot = state.ws.snapshot();
     let diagnostics = service::validate_update(Kind::Stack, &selector, &stack, &snapshot)?;
-    Ok(diagnostics_response(&diagnostics))
+    Ok(diagnostics_response(diagnostics))
 }
 
 /// `POST /api/stacks/:sel/preview` `{stack?, messages?}` → `{ok, stackId, liveHost, text, preview,
@@ -312,18 +307,19 @@ async fn preview(
         let compiled = compile::compile(&input);
         let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
         let text = compile::preview_text(&preview);
-        json!({
-            "ok": true,
-            "stackId": label,
-            "liveHost": runtime.live,
-            "text": text,
-            "diagnostics": preview.diagnostics,
-            "preview": preview,
-            "compiled": compiled,
+        serde_json::to_value(&compiled).map(|compiled| StackPreview {
+            ok: true,
+            stack_id: label,
+            live_host: runtime.live,
+            text,
+            diagnostics: preview.diagnostics.clone(),
+            preview,
+            compiled,
         })
     })
-    .await?;
-    Ok(ok_json(&result))
+    .await?
+    .map_err(|e| ApiError::internal(format!("Could not serialize the compiled prompt: {e}")))?;
+    Ok(ok_typed(&result))
 }
 
 /// `POST /api/stacks/:sel/activate` → `{ok, activeId}`: the live Pi session makes the stack its
@@ -347,16 +343,20 @@ async fn activate(State(state): State<AppState>, Path(sel): Path<String>) -> Api
         entry.key.to_string()
     };
     host::set_live_stack(&state, Some(key)).await?;
-    Ok(ok_json(
-        &json!({ "ok": true, "activeId": state.active_id() }),
-    ))
+    Ok(ok_typed(&Activated {
+        ok: true,
+        active_id: state.active_id(),
+    }))
 }
 
 /// `POST /api/disable` → `{ok, activeId: null}`: the live Pi session runs without a Preset
 /// (503 `no_live_session` without one).
 async fn disable(State(state): State<AppState>) -> ApiResult<Response> {
     host::set_live_stack(&state, None).await?;
-    Ok(ok_json(&json!({ "ok": true, "activeId": Value::Null })))
+    Ok(ok_typed(&Activated {
+        ok: true,
+        active_id: None,
+    }))
 }
 
 /// After a create or fork that asked to activate: activate in the live session when there is

@@ -9,10 +9,11 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use arc_swap::ArcSwapOption;
 use axum::body::Bytes;
+use forge_core::api::StackList;
 use forge_core::diag::Diagnostic;
 use forge_core::json;
 use forge_core::workspace::WorkspaceSnapshot;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::encoding::Encoded;
 use super::views::stack_summary;
@@ -100,18 +101,19 @@ fn list_json(
     active: Option<&str>,
     problems: &[Diagnostic],
 ) -> String {
-    let stacks: Vec<Value> = snapshot
-        .stacks
-        .iter()
-        .map(|e| stack_summary(e, snapshot, active))
-        .collect();
-    json::to_compact(&json!({
-        "stacks": stacks,
-        "activeId": active,
-        "trusted": snapshot.trusted,
-        "cwd": state.project.display().to_string(),
-        "problems": problems,
-    }))
+    let list = StackList {
+        stacks: snapshot
+            .stacks
+            .iter()
+            .map(|e| stack_summary(e, snapshot, active))
+            .collect(),
+        active_id: active.map(str::to_string),
+        trusted: snapshot.trusted,
+        cwd: state.project.display().to_string(),
+        problems: problems.to_vec(),
+    };
+    // Plain data: serializing it cannot fail.
+    json::to_compact(&serde_json::to_value(&list).unwrap_or(Value::Null))
 }
 
 /// The id of the script element that carries the initial data.

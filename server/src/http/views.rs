@@ -8,40 +8,37 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use forge_core::api::{CapabilityView, ResourceView, StackRow, StackView};
 use forge_core::diag::counts;
 use forge_core::id::{ResourceKey, Scope};
 use forge_core::workspace::{CapabilityEntry, Loaded, ProfileEntry, StackEntry, WorkspaceSnapshot};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::extract::{bare_revision, etag, ok_json};
+use super::extract::{bare_revision, etag, ok_typed};
 
 /// The members every resource view has.
-pub fn common<T>(entry: &Loaded<T>) -> Map<String, Value> {
+pub fn common<T>(entry: &Loaded<T>) -> ResourceView {
     let (errors, warnings, _) = counts(&entry.diagnostics);
-    let mut map = Map::new();
-    map.insert("selector".into(), json!(entry.key.to_string()));
-    map.insert("id".into(), json!(entry.key.id));
-    map.insert("scope".into(), json!(entry.key.scope.as_str()));
-    map.insert("path".into(), json!(entry.path));
-    map.insert("filePath".into(), json!(entry.path));
-    map.insert("revision".into(), json!(entry.revision));
-    map.insert(
-        "sourceRevision".into(),
-        json!(bare_revision(&entry.revision)),
-    );
-    if let Some(reason) = entry.unreadable() {
+    ResourceView {
+        selector: entry.key.to_string(),
+        id: entry.key.id.clone(),
+        scope: entry.key.scope.as_str().to_string(),
+        path: entry.path.clone(),
+        file_path: entry.path.clone(),
+        revision: entry.revision.clone(),
+        source_revision: bare_revision(&entry.revision).to_string(),
         // The editor shows the file read-only with this reason; saving it is 409 `unreadable`.
-        map.insert("unreadable".into(), json!(reason));
+        unreadable: entry.unreadable().map(|reason| reason.to_string()),
+        diagnostics: entry.diagnostics.clone(),
+        errors,
+        warnings,
     }
-    map.insert("diagnostics".into(), json!(entry.diagnostics));
-    map.insert("errors".into(), json!(errors));
-    map.insert("warnings".into(), json!(warnings));
-    map
 }
 
 /// A 200 with the view and `ETag: "<revision>"`.
-pub fn with_etag(view: &Value, revision: &str) -> Response {
-    let mut response = ok_json(view);
+pub fn with_etag<T: Serialize>(view: &T, revision: &str) -> Response {
+    let mut response = ok_typed(view);
     if let Some(value) = etag(revision) {
         response.headers_mut().insert(header::ETAG, value);
     }
@@ -60,50 +57,42 @@ pub fn stack_summary(
     entry: &StackEntry,
     snapshot: &WorkspaceSnapshot,
     active: Option<&str>,
-) -> Value {
+) -> StackRow {
     let stack = &entry.parsed.stack;
-    let mut map = common(entry);
-    map.insert("name".into(), json!(stack.name()));
-    map.insert("description".into(), json!(stack.description()));
-    map.insert("autoActivate".into(), json!(stack.auto_activate()));
-    map.insert("mode".into(), json!(stack.mode().as_str()));
-    map.insert("itemCount".into(), json!(stack.items().len()));
-    map.insert(
-        "active".into(),
-        json!(active == Some(entry.key.to_string().as_str())),
-    );
-    map.insert("legacy".into(), json!(entry.is_legacy()));
-    map.insert("shadowed".into(), json!(shadowed(entry, &snapshot.stacks)));
-    Value::Object(map)
+    StackRow {
+        common: common(entry),
+        name: stack.name().map(str::to_string),
+        description: stack.description().map(str::to_string),
+        auto_activate: stack.auto_activate(),
+        mode: stack.mode().as_str().to_string(),
+        item_count: stack.items().len(),
+        active: active == Some(entry.key.to_string().as_str()),
+        legacy: entry.is_legacy(),
+        shadowed: shadowed(entry, &snapshot.stacks),
+    }
 }
 
 /// `GET /api/stacks/:sel`.
-pub fn stack_detail(entry: &StackEntry, active: Option<&str>) -> Value {
-    let mut map = common(entry);
-    map.insert(
-        "active".into(),
-        json!(active == Some(entry.key.to_string().as_str())),
-    );
-    map.insert("legacy".into(), json!(entry.is_legacy()));
-    map.insert(
-        "stack".into(),
-        entry.parsed.raw.clone().unwrap_or(Value::Null),
-    );
-    Value::Object(map)
+pub fn stack_detail(entry: &StackEntry, active: Option<&str>) -> StackView {
+    StackView {
+        common: common(entry),
+        active: active == Some(entry.key.to_string().as_str()),
+        legacy: entry.is_legacy(),
+        stack: entry.parsed.raw.clone().unwrap_or(Value::Null),
+    }
 }
 
-/// The resource part of a profile view; `preview` is added by the profiles router.
-pub fn profile_view(entry: &ProfileEntry, snapshot: &WorkspaceSnapshot) -> Map<String, Value> {
-    let mut map = common(entry);
-    map.insert(
-        "shadowed".into(),
-        json!(shadowed(entry, &snapshot.profiles)),
-    );
-    map.insert(
-        "profile".into(),
+/// The resource part of a profile view (`common`, `shadowed`, `profile`); the profiles router
+/// adds the preview.
+pub fn profile_view(
+    entry: &ProfileEntry,
+    snapshot: &WorkspaceSnapshot,
+) -> (ResourceView, bool, Value) {
+    (
+        common(entry),
+        shadowed(entry, &snapshot.profiles),
         entry.parsed.raw.clone().unwrap_or(Value::Null),
-    );
-    map
+    )
 }
 
 /// `GET /api/capabilities/:sel` and each row of the list.
@@ -113,20 +102,12 @@ pub fn capability_view(
     entry: &CapabilityEntry,
     snapshot: &WorkspaceSnapshot,
     bound_by: &[ResourceKey],
-) -> Value {
-    let mut map = common(entry);
-    map.insert(
-        "boundBy".into(),
-        json!(bound_by.iter().map(ToString::to_string).collect::<Vec<_>>()),
-    );
-    map.insert(
-        "shadowed".into(),
-        json!(shadowed(entry, &snapshot.capabilities)),
-    );
-    map.insert("usable".into(), json!(entry.usable()));
-    map.insert(
-        "capability".into(),
-        entry.parsed.raw.clone().unwrap_or(Value::Null),
-    );
-    Value::Object(map)
+) -> CapabilityView {
+    CapabilityView {
+        common: common(entry),
+        bound_by: bound_by.iter().map(ToString::to_string).collect(),
+        shadowed: shadowed(entry, &snapshot.capabilities),
+        usable: entry.usable(),
+        capability: entry.parsed.raw.clone().unwrap_or(Value::Null),
+    }
 }

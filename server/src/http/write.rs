@@ -214,16 +214,14 @@ pub fn written_entry<'a, T>(
     Ok((entry, written.revision.clone()))
 }
 
-/// The answer to a successful write: `{ok: true, ...view}` with the new revision as `ETag`.
-pub fn ok_view_response(
+/// The answer to a successful write: `{...view, ok: true}` with the new revision as `ETag`.
+pub fn ok_view_response<T: serde::Serialize>(
     status: axum::http::StatusCode,
-    mut view: serde_json::Value,
+    view: T,
     revision: &str,
 ) -> axum::response::Response {
-    if let serde_json::Value::Object(map) = &mut view {
-        map.insert("ok".into(), serde_json::Value::Bool(true));
-    }
-    let mut response = super::extract::json_response(status, &view);
+    let saved = forge_core::api::Saved { view, ok: true };
+    let mut response = super::extract::typed_response(status, &saved);
     if let Some(value) = super::extract::etag(revision) {
         response
             .headers_mut()

@@ -1,0 +1,775 @@
+//! The web ↔ server contract: the JSON bodies of the editor API as typed structs.
+//!
+//! The server builds its answers from these structs and the web app reads them into the same
+//! structs, so a renamed or retyped field is a compile error on one side instead of a silently
+//! empty value on the other. Member names are the wire's (`camelCase`). Where the server leaves a
+//! member out (rather than writing `null`), the field says so with `skip_serializing_if`; an
+//! `Option` without it is written as `null`. Resource objects (a stack, a profile, a capability as
+//! the file holds it) and Pi's own data (provenance, messages, tool policies) stay
+//! `serde_json::Value`: their shape belongs to their codecs, and unknown members must survive.
+//!
+//! `server/tests/contract.rs` reads every answer of a seeded workspace into these structs and
+//! writes it back: the two must be equal, so a member the server adds, renames or drops without
+//! the struct fails that test.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::diag::Diagnostic;
+use crate::diff::Section;
+use crate::runtime::ToolInfo;
+
+/// `Some(value)` for a member that is present, `null` included (`Option<Value>` alone would read
+/// `null` as absent).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// The error body of every failed request: `{error, code, field?, details?}`; a stale save adds
+/// `currentRevision` and `current` (the file as it is now, `null` when it cannot be parsed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    /// A sentence for people.
+    pub error: String,
+    /// A stable machine word (`stale_revision`, `not_found`, `no_live_session`, …).
+    pub code: String,
+    /// The JSON field at fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Anything structured: `{diagnostics}`, the conflicting resource, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_revision: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub current: Option<Value>,
+}
+
+impl ErrorBody {
+    /// The diagnostics of `details.diagnostics` (empty when there are none or they do not read).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.details
+            .as_ref()
+            .and_then(|d| d.get("diagnostics"))
+            .and_then(|d| Vec::<Diagnostic>::deserialize(d).ok())
+            .unwrap_or_default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource views
+
+/// The members every resource view has (`docs/api.md`, "Resource views").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceView {
+    /// `scope:id`.
+    pub selector: String,
+    pub id: String,
+    /// `project` or `global`.
+    pub scope: String,
+    /// The absolute path of the file.
+    pub path: String,
+    /// The same path under the original editor's name.
+    pub file_path: String,
+    /// `sha256:<hex>` of the file's bytes; empty when the file could not be read.
+    pub revision: String,
+    /// The bare 64 hex digits of `revision` (0.5.5's name).
+    pub source_revision: String,
+    /// Why the file could not be read; it is shown read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+/// A successful create or save: the resource's view plus `ok: true`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Saved<T> {
+    #[serde(flatten)]
+    pub view: T,
+    pub ok: bool,
+}
+
+/// `{ok, deleted}` of a profile or capability delete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Deleted {
+    pub ok: bool,
+    /// The deleted resource's `scope:id`.
+    pub deleted: Option<String>,
+}
+
+/// `{diagnostics, errors, warnings, valid}` of a stack or capability validation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    pub diagnostics: Vec<Diagnostic>,
+    pub errors: usize,
+    pub warnings: usize,
+    pub valid: bool,
+}
+
+impl Validation {
+    pub fn of(diagnostics: Vec<Diagnostic>) -> Validation {
+        let (errors, warnings, _) = crate::diag::counts(&diagnostics);
+        Validation {
+            diagnostics,
+            errors,
+            warnings,
+            valid: errors == 0,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stacks
+
+/// One row of `GET /api/stacks`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackRow {
+    #[serde(flatten)]
+    pub common: ResourceView,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub auto_activate: bool,
+    /// `replace` or `append`.
+    pub mode: String,
+    pub item_count: usize,
+    /// The live session's active Preset.
+    pub active: bool,
+    /// A schema-1 file.
+    pub legacy: bool,
+    /// A global stack a project stack of the same id hides.
+    pub shadowed: bool,
+}
+
+/// `GET /api/stacks` (also embedded in the page as `forge-initial.list`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackList {
+    pub stacks: Vec<StackRow>,
+    pub active_id: Option<String>,
+    pub trusted: bool,
+    pub cwd: String,
+    /// Resource folders that could not be listed.
+    pub problems: Vec<Diagnostic>,
+}
+
+/// `GET /api/stacks/:sel`: the stack as the file holds it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackView {
+    #[serde(flatten)]
+    pub common: ResourceView,
+    pub active: bool,
+    pub legacy: bool,
+    /// The raw object, unknown members included; `null` when the file is not JSON.
+    pub stack: Value,
+}
+
+/// `DELETE /api/stacks/:sel` → `{ok, deleted, activeId}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackDeleted {
+    pub ok: bool,
+    pub deleted: Option<String>,
+    pub active_id: Option<String>,
+}
+
+/// `POST /api/stacks/:sel/activate` and `POST /api/disable` → `{ok, activeId}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Activated {
+    pub ok: bool,
+    pub active_id: Option<String>,
+}
+
+/// `POST /api/stacks/import` with `dryRun`: what an import would write, validated.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportPreview {
+    pub ok: bool,
+    pub dry_run: bool,
+    /// `native` or `sillytavern`.
+    pub format: String,
+    pub id: String,
+    pub scope: String,
+    /// A stack of that id exists in `scope` (the editor then asks for another id).
+    pub exists: bool,
+    pub existing_path: Option<String>,
+    pub stack: Value,
+    /// The migration report (`null` for a native file).
+    pub report: Value,
+    pub diagnostics: Vec<Diagnostic>,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+/// `POST /api/stacks/import` (written): the new stack's view, the format and the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    #[serde(flatten)]
+    pub view: StackView,
+    pub format: String,
+    pub report: Value,
+}
+
+/// A compiled prompt laid out for display and draft diffs (made by `compile::preview`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    pub stack_id: String,
+    /// UTC ISO time of the compilation.
+    pub generated_at: String,
+    pub system: Section,
+    pub messages: Vec<Section>,
+    /// UTF-16 length of every section's content.
+    pub total_chars: usize,
+    /// `ceil(total_chars / 4)`.
+    pub approx_tokens: usize,
+    /// Load diagnostics, then the compiler's (system, then messages), then one info per enabled
+    /// finalize rule.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// `POST /api/stacks/:sel/preview`: the draft (or saved stack) compiled against the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackPreview {
+    pub ok: bool,
+    /// The stack's `scope:id` (a new draft's id).
+    pub stack_id: String,
+    /// Compiled against a live Pi session's facts.
+    pub live_host: bool,
+    /// The preview as markdown text.
+    pub text: String,
+    pub diagnostics: Vec<Diagnostic>,
+    pub preview: Preview,
+    /// The compiler's whole output (`compile::Compiled`).
+    pub compiled: Value,
+}
+
+/// `POST /api/reload` → `{ok, generation, changed, activeId}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reloaded {
+    pub ok: bool,
+    pub generation: u64,
+    /// How many resources changed.
+    pub changed: usize,
+    pub active_id: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles
+
+/// A model as `{provider, id}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Model {
+    pub provider: String,
+    pub id: String,
+}
+
+impl Model {
+    /// `provider/id`.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider, self.id)
+    }
+}
+
+impl From<&crate::profile::ModelRef> for Model {
+    fn from(m: &crate::profile::ModelRef) -> Model {
+        Model {
+            provider: m.provider.clone(),
+            id: m.id.clone(),
+        }
+    }
+}
+
+/// A model Pi offers: `{provider, id, name}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub id: String,
+    pub name: Option<String>,
+}
+
+/// What the live session runs with now (all `null` without one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentChoice {
+    pub model: Option<Model>,
+    pub thinking_level: Option<String>,
+    pub prompt_stack: Option<String>,
+    pub effective_tools: Vec<String>,
+}
+
+/// What applying a profile would set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetChoice {
+    pub model: Model,
+    pub thinking_level: String,
+    /// The resolved stack's `scope:id`; `null` for none or when it does not resolve.
+    pub prompt_stack: Option<String>,
+    pub effective_tools: Vec<String>,
+    /// The stack's tool policy as written.
+    pub tool_policy: Option<Value>,
+}
+
+/// A profile's preflight: what applying it would set and whether it could be applied.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfilePreview {
+    pub profile_id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub source_path: String,
+    pub auto_activate: bool,
+    pub current: CurrentChoice,
+    pub target: TargetChoice,
+    pub applicable: bool,
+    pub live_host: bool,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// One field's drift since the last apply.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FieldDrift {
+    /// What was applied (a model object, a string or `null`).
+    pub expected: Value,
+    /// What the session has now.
+    pub actual: Value,
+    pub changed: bool,
+}
+
+/// The drift of each field the last apply set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    pub model: FieldDrift,
+    pub thinking_level: FieldDrift,
+    pub prompt_stack: FieldDrift,
+}
+
+/// `lastApplied`: the provenance the last apply recorded, its source file's state and drift.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastApplied {
+    /// As recorded in Pi's session (`profileId`, `scope`, `sourcePath`, `snapshot`, …).
+    pub provenance: Value,
+    /// `missing` | `unchanged` | `changed`.
+    pub source_state: String,
+    pub drift: Drift,
+    /// The names of the drifted fields.
+    pub drifted: Vec<String>,
+}
+
+/// `GET /api/profiles/status` and the collection's `status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileStatus {
+    pub live_host: bool,
+    pub current: CurrentChoice,
+    pub last_applied: Option<LastApplied>,
+}
+
+/// `GET /api/profiles/:sel` and each entry of the collection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileView {
+    #[serde(flatten)]
+    pub common: ResourceView,
+    pub shadowed: bool,
+    /// The raw object, unknown members included; `null` when the file is not JSON.
+    pub profile: Value,
+    pub preview: ProfilePreview,
+    pub last_applied: Option<LastApplied>,
+}
+
+/// A stack a profile may name: `{id, name, selector, scope}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StackChoice {
+    pub id: String,
+    pub name: Option<String>,
+    pub selector: String,
+    pub scope: String,
+}
+
+/// `GET /api/profiles`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileCollection {
+    pub trusted: bool,
+    pub live_host: bool,
+    pub profile_directory: Option<String>,
+    pub global_profile_directory: Option<String>,
+    pub profiles: Vec<ProfileView>,
+    pub status: ProfileStatus,
+    /// The models the live Pi offers (empty without one).
+    pub models: Vec<ModelChoice>,
+    pub prompt_stacks: Vec<StackChoice>,
+}
+
+/// `POST /api/profiles/validate` and `POST /api/profiles/:sel/preview`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileValidation {
+    pub preview: ProfilePreview,
+    pub diagnostics: Vec<Diagnostic>,
+    pub errors: usize,
+    pub warnings: usize,
+    pub valid: bool,
+}
+
+/// What Pi took when a profile was applied.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedChoice {
+    /// Pi's model as it answered (its own object), else the profile's.
+    pub model: Value,
+    pub thinking_level: Option<String>,
+    pub prompt_stack: Option<String>,
+    /// The tools Pi activated, as it answered (`null` when it did not say).
+    pub active_tools: Value,
+}
+
+impl AppliedChoice {
+    /// The active tools' names.
+    pub fn tools(&self) -> Vec<String> {
+        self.active_tools
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// One field an apply changed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// `model`, `thinkingLevel` or `promptStack`.
+    pub field: String,
+    pub from: Value,
+    pub to: Value,
+}
+
+/// `POST /api/profiles/:sel/apply`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Applied {
+    pub ok: bool,
+    pub profile_id: String,
+    pub applied: AppliedChoice,
+    pub changed: Vec<Change>,
+    /// What Pi could not take as asked (a clamped thinking level, an unregistered tool).
+    pub notes: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capabilities
+
+/// `GET /api/capabilities/:sel` and each row of the list.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityView {
+    #[serde(flatten)]
+    pub common: ResourceView,
+    /// The Presets whose bindings resolve to this capability (selectors, each once).
+    pub bound_by: Vec<String>,
+    pub shadowed: bool,
+    /// No error diagnostics.
+    pub usable: bool,
+    /// The raw object, unknown members included; `null` when the file is not JSON.
+    pub capability: Value,
+}
+
+/// `GET /api/capabilities`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityList {
+    pub ok: bool,
+    pub trusted: bool,
+    pub capabilities: Vec<CapabilityView>,
+}
+
+/// A resource key as `{scope, id}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    pub scope: String,
+    pub id: String,
+}
+
+/// Which binding of which Preset an effective capability comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BindingRef {
+    pub preset: Key,
+    pub id: String,
+}
+
+/// Where an effective capability comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BindingSource {
+    /// Always `capability`.
+    pub kind: String,
+    pub key: Key,
+    pub binding: BindingRef,
+    /// The capability file's revision.
+    pub revision: String,
+}
+
+/// One resolved binding of `POST /api/capabilities/effective`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectiveBinding {
+    pub id: String,
+    /// The capability's `scope:id`.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub model_callable: bool,
+    pub source: BindingSource,
+    /// The capability with the binding's overrides applied.
+    pub effective: Value,
+}
+
+/// `POST /api/capabilities/effective`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveBindings {
+    pub ok: bool,
+    pub bindings: Vec<EffectiveBinding>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/// What changed for one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// Who caused a change: this server's own write, or anything else (an editor, git, a script).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    #[serde(rename = "self")]
+    Own,
+    External,
+}
+
+/// One changed resource file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// `stack`, `profile`, `capability` or `config`.
+    pub kind: String,
+    /// `scope:id` (`project:config` for the config file).
+    pub key: String,
+    /// Absolute path on disk.
+    pub path: String,
+    /// The new revision; `null` after a delete.
+    pub revision: Option<String>,
+    pub change: ChangeKind,
+    pub origin: Origin,
+}
+
+/// The payload of one `changed` server-sent event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeEvent {
+    /// Always `changed`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Increases by one with every published change set.
+    pub generation: u64,
+    pub changes: Vec<FileChange>,
+    /// The workspace-level problems (a resource folder that cannot be listed), present only
+    /// when they changed with this reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<Diagnostic>>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta, the live session, the runtime
+
+/// The connected Pi session (the members of [`LiveView`] beside `connected: true`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveSession {
+    pub pi_version: String,
+    pub extension_version: String,
+    pub server_version: String,
+    /// The extension and the server are different versions.
+    pub version_mismatch: bool,
+    pub mode: String,
+    pub session_id: String,
+    pub session_file: Option<String>,
+    pub project_trusted: bool,
+    pub connected_at: String,
+    pub model: Option<Model>,
+    pub thinking_level: Option<String>,
+    pub active_stack_id: Option<String>,
+    /// The last apply's provenance, as Pi's session holds it.
+    pub provenance: Option<Value>,
+}
+
+/// `GET /api/live` and the `live` event: `{connected: false}` or the session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveView {
+    pub connected: bool,
+    #[serde(flatten)]
+    pub session: Option<LiveSession>,
+}
+
+impl LiveView {
+    /// The session when one is connected.
+    pub fn session(&self) -> Option<&LiveSession> {
+        self.session.as_ref().filter(|_| self.connected)
+    }
+}
+
+/// `GET /api/meta`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    pub name: String,
+    pub version: String,
+    pub features: Vec<String>,
+    pub trusted: bool,
+    pub live_host: bool,
+    pub live: LiveView,
+    /// Serving the demo workspace.
+    pub demo: bool,
+    pub project: String,
+    pub global_dir: String,
+    pub generation: u64,
+    /// Resource folders that could not be listed.
+    pub problems: Vec<Diagnostic>,
+}
+
+/// A skill of `GET /api/resources`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillView {
+    pub name: String,
+    pub description: String,
+    /// The skill's file.
+    pub source: String,
+    /// Hidden from the model (`disableModelInvocation`).
+    pub hidden: bool,
+}
+
+/// The tool and skill names of one source.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceGroup {
+    pub source: String,
+    pub tools: Vec<String>,
+    pub skills: Vec<String>,
+}
+
+/// A tool of `GET /api/resources`: `{name, description, source, active}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolView {
+    pub name: String,
+    pub description: Option<String>,
+    pub source: Option<String>,
+    pub active: bool,
+}
+
+impl From<&ToolInfo> for ToolView {
+    fn from(tool: &ToolInfo) -> ToolView {
+        ToolView {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            source: tool.source.clone(),
+            active: tool.active,
+        }
+    }
+}
+
+/// `GET /api/resources`: the tools and skills previews compile against, grouped by source.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    pub live_host: bool,
+    pub tools: Vec<ToolView>,
+    pub skills: Vec<SkillView>,
+    pub groups: Vec<ResourceGroup>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip<T: Serialize + for<'de> Deserialize<'de>>(value: Value) {
+        let typed: T = serde_json::from_value(value.clone()).expect("reads");
+        assert_eq!(
+            crate::json::to_compact(&serde_json::to_value(&typed).expect("writes")),
+            crate::json::to_compact(&value)
+        );
+    }
+
+    #[test]
+    fn absent_and_null_members_are_written_as_the_server_wrote_them() {
+        round_trip::<ErrorBody>(json!({"error": "Gone.", "code": "not_found"}));
+        round_trip::<ErrorBody>(json!({
+            "error": "Stale.", "code": "stale_revision", "field": "stack",
+            "details": {"diagnostics": []}, "currentRevision": "sha256:ab", "current": null
+        }));
+        round_trip::<LiveView>(json!({"connected": false}));
+        round_trip::<ChangeEvent>(json!({
+            "type": "changed", "generation": 3,
+            "changes": [{
+                "kind": "stack", "key": "project:a", "path": "/p/a.json", "revision": null,
+                "change": "deleted", "origin": "self"
+            }]
+        }));
+        round_trip::<ChangeEvent>(json!({
+            "type": "changed", "generation": 4, "changes": [],
+            "problems": [{"level": "error", "message": "Cannot list /p."}]
+        }));
+        round_trip::<ResourceView>(json!({
+            "selector": "project:a", "id": "a", "scope": "project", "path": "/p/a.json",
+            "filePath": "/p/a.json", "revision": "", "sourceRevision": "",
+            "unreadable": "Permission denied", "diagnostics": [], "errors": 0, "warnings": 0
+        }));
+    }
+
+    #[test]
+    fn a_member_the_struct_lacks_or_misses_fails_the_round_trip() {
+        let extra = json!({"ok": true, "activeId": null, "generation": 1});
+        let typed: Activated = serde_json::from_value(extra.clone()).expect("reads");
+        assert_eq!(
+            serde_json::to_value(&typed).expect("writes"),
+            json!({"ok": true, "activeId": null})
+        );
+        // An absent `Option` member reads as `None` and comes back as `null`: the round trip
+        // differs. An absent required member does not read at all.
+        let missing: Activated = serde_json::from_value(json!({"ok": true})).expect("reads");
+        assert_eq!(
+            serde_json::to_value(&missing).expect("writes"),
+            json!({"ok": true, "activeId": null})
+        );
+        assert!(serde_json::from_value::<Activated>(json!({"activeId": null})).is_err());
+    }
+
+    #[test]
+    fn an_error_body_reads_its_diagnostics() {
+        let body: ErrorBody = serde_json::from_value(json!({
+            "error": "x", "code": "not_usable",
+            "details": {"diagnostics": [{"level": "error", "message": "Bad."}]}
+        }))
+        .expect("reads");
+        assert_eq!(body.diagnostics(), vec![Diagnostic::error("Bad.")]);
+        assert_eq!(body.current, None);
+    }
+}
