@@ -2,8 +2,9 @@
 //! with item, line and column, only for enabled blocks of forge-v1 stacks.
 
 use forge_core::diag::{Category, Diagnostic, Level};
-use forge_core::stack::template_check::{line_column, template_diagnostics};
+use forge_core::stack::template_check::template_diagnostics;
 use forge_core::stack::{parse_stack_value, ParseOptions};
+use forge_core::template::line_column;
 use serde_json::json;
 
 fn diagnostics(items: serde_json::Value, version: u64) -> Vec<Diagnostic> {

@@ -6,7 +6,8 @@ use crate::commands::{exit_for_errors, input_name, read_input};
 use anyhow::{bail, Result};
 use forge_core::json;
 use forge_core::template::{
-    analyze_text, render_checked, Analysis, MacroContext, MacroRegistry, Scope, Span, TemplateError,
+    analyze_text, line_column, render_checked, Analysis, MacroContext, MacroRegistry, Scope, Span,
+    TemplateError,
 };
 use serde_json::{json, Map, Value};
 use std::process::ExitCode;
@@ -54,24 +55,6 @@ fn read_scope(args: &TemplateArgs) -> Result<Option<Scope>> {
         bail!("environment {name}: unknown key `{extra}` (expected `runtime` and `parameters`)");
     }
     Ok(Some(scope))
-}
-
-/// 1-based line and column (in UTF-16 units) of a UTF-16 offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let (mut line, mut column, mut units) = (1, 1, 0);
-    for c in text.chars() {
-        if units >= offset {
-            break;
-        }
-        units += c.len_utf16();
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += c.len_utf16();
-        }
-    }
-    (line, column)
 }
 
 fn where_text(text: &str, span: Option<Span>) -> String {

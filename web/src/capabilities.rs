@@ -13,9 +13,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
-use crate::api::{self, seg, Method};
+use crate::api::{self, seg};
 use crate::jp;
-use crate::library::{confirm_delete, label, new_id_problem, Form, FormBanners};
+use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
 use crate::state::{self, app, level_class, App, Surface, Tone};
 use crate::toolpicker::ToolList;
 
@@ -451,12 +451,6 @@ fn editing_scope(c: Caps) -> String {
 }
 
 fn save(app: App, c: Caps, force: Option<String>) {
-    let Some(editing) = c.form.editing.get_untracked() else {
-        return;
-    };
-    if force.is_none() && !untrack(|| c.form.dirty()) && editing.selector.is_some() {
-        return;
-    }
     let draft = canonical_order(c.form.draft.get_untracked());
     if untrack(|| draft_errors(&draft)) > 0 {
         app.say("Not saved: fix the errors first.", Tone::Error);
@@ -464,46 +458,20 @@ fn save(app: App, c: Caps, force: Option<String>) {
     }
     let scope = untrack(|| editing_scope(c));
     let name = label(&scope, &jp::get_str(&draft, "/id"));
-    spawn_local(async move {
-        let result = match &editing.selector {
-            Some(sel) => {
-                let rev = force.or(editing.revision.clone());
-                api::call_as::<CapabilityView>(
-                    Method::Put,
-                    &format!("/api/capabilities/{}", seg(sel)),
-                    Some(&json!({ "capability": draft })),
-                    rev.as_deref(),
-                )
-                .await
-            }
-            None => {
-                api::post_as::<CapabilityView>(
-                    "/api/capabilities",
-                    &json!({ "capability": draft, "scope": scope }),
-                )
-                .await
-            }
-        };
-        match result {
-            Ok(view) => {
-                let created = editing.selector.is_none();
-                app.say(
-                    format!("{} {name}", if created { "Created" } else { "Saved" }),
-                    Tone::Ok,
-                );
-                c.form.close();
-                c.selected.set(Some(view.common.selector));
-                refresh(app, c);
-            }
-            Err(e) if e.is_stale() => {
-                c.form
-                    .conflict
-                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
-                app.say(format!("Not saved: {name} changed on disk."), Tone::Error);
-            }
-            Err(e) => app.fail(&e),
-        }
-    });
+    library::save(
+        app,
+        c.form,
+        "capabilities",
+        "capability",
+        draft,
+        scope,
+        name,
+        force,
+        move |selector| {
+            c.selected.set(Some(selector));
+            refresh(app, c);
+        },
+    );
 }
 
 /// The draft with its members in the file format's order (a member typed later, such as the

@@ -184,6 +184,72 @@ pub fn FormBanners(
     }
 }
 
+/// The part of a write's answer the forms need (the rest of the view is not read).
+#[derive(serde::Deserialize)]
+struct Receipt {
+    selector: String,
+}
+
+/// Saves the form's draft (`draft`, already checked by the caller): `PUT /api/<route>/:sel` at
+/// the form's base revision (or `force`, the disk's, to save over it), or `POST /api/<route>`
+/// with `scope` for a new one. `field` names the object in the body (`profile`, `capability`);
+/// `label` names it in the status line. A stale save keeps the draft and raises the conflict
+/// banner; `done(selector)` runs after a write.
+#[allow(clippy::too_many_arguments)]
+pub fn save(
+    app: App,
+    form: Form,
+    route: &'static str,
+    field: &'static str,
+    draft: Value,
+    scope: String,
+    label: String,
+    force: Option<String>,
+    done: impl Fn(String) + 'static,
+) {
+    let Some(editing) = form.editing.get_untracked() else {
+        return;
+    };
+    if force.is_none() && !untrack(|| form.dirty()) && editing.selector.is_some() {
+        return;
+    }
+    spawn_local(async move {
+        let result = match &editing.selector {
+            Some(sel) => {
+                let rev = force.or(editing.revision.clone());
+                let mut body = serde_json::Map::new();
+                body.insert(field.into(), draft);
+                let path = format!("/api/{route}/{}", seg(sel));
+                let body = Value::Object(body);
+                api::call_as::<Receipt>(Method::Put, &path, Some(&body), rev.as_deref()).await
+            }
+            None => {
+                let mut body = serde_json::Map::new();
+                body.insert(field.into(), draft);
+                body.insert("scope".into(), Value::String(scope));
+                api::post_as::<Receipt>(&format!("/api/{route}"), &Value::Object(body)).await
+            }
+        };
+        match result {
+            Ok(receipt) => {
+                let created = editing.selector.is_none();
+                app.say(
+                    format!("{} {label}", if created { "Created" } else { "Saved" }),
+                    Tone::Ok,
+                );
+                form.close();
+                done(receipt.selector);
+            }
+            Err(e) if e.is_stale() => {
+                form.conflict
+                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
+                app.say(format!("Not saved: {label} changed on disk."), Tone::Error);
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
 /// Delete with confirm: `DELETE /api/<route>/:sel` at `revision`; a stale revision (the file
 /// changed since it was shown) deletes nothing and says so. `label` names it in the status
 /// line; `done` runs after a delete.

@@ -95,17 +95,7 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
     let available = move || {
         app.resources.with(|r| {
             if member == "tools" {
-                r.tools
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.name.clone(),
-                            t.source.clone().unwrap_or_default(),
-                            t.description.clone().unwrap_or_default(),
-                            t.active,
-                        )
-                    })
-                    .collect::<Vec<_>>()
+                crate::toolpicker::tool_rows(r)
             } else {
                 // A skill has no active flag: the policy decides.
                 r.skills

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use forge_core::api::{Applied, CurrentChoice, ProfileCollection, ProfileValidation, ProfileView};
 use forge_core::diag::{Diagnostic, Level};
 
-use crate::api::{self, seg, Method};
+use crate::api::{self, seg};
 use crate::jp;
-use crate::library::{confirm_delete, label, new_id_problem, Form, FormBanners};
+use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
 use crate::state::{self, app, App, Tone, NO_LIVE_SESSION};
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
@@ -622,55 +622,23 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
 }
 
 fn save(app: App, p: Profiles, force: Option<String>) {
-    let Some(editing) = p.form.editing.get_untracked() else {
-        return;
-    };
-    if force.is_none() && !p.form.dirty() && editing.selector.is_some() {
-        return;
-    }
     let draft = p.form.draft.get_untracked();
-    let id = label(&untrack(|| editing_scope(p)), &jp::get_str(&draft, "/id"));
-    spawn_local(async move {
-        let result = match &editing.selector {
-            Some(sel) => {
-                let rev = force.or(editing.revision.clone());
-                api::call_as::<ProfileView>(
-                    Method::Put,
-                    &format!("/api/profiles/{}", seg(sel)),
-                    Some(&json!({ "profile": draft })),
-                    rev.as_deref(),
-                )
-                .await
-            }
-            None => {
-                api::post_as::<ProfileView>(
-                    "/api/profiles",
-                    &json!({ "profile": draft, "scope": p.scope.get_untracked() }),
-                )
-                .await
-            }
-        };
-        match result {
-            Ok(view) => {
-                let created = editing.selector.is_none();
-                app.say(
-                    format!("{} {id}", if created { "Created" } else { "Saved" }),
-                    Tone::Ok,
-                );
-                p.form.editing.set(None);
-                p.form.conflict.set(None);
-                p.selected.set(Some(view.common.selector));
-                refresh(app, p);
-            }
-            Err(e) if e.is_stale() => {
-                p.form
-                    .conflict
-                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
-                app.say(format!("Not saved: {id} changed on disk."), Tone::Error);
-            }
-            Err(e) => app.fail(&e),
-        }
-    });
+    let scope = untrack(|| editing_scope(p));
+    let name = label(&scope, &jp::get_str(&draft, "/id"));
+    library::save(
+        app,
+        p.form,
+        "profiles",
+        "profile",
+        draft,
+        scope,
+        name,
+        force,
+        move |selector| {
+            p.selected.set(Some(selector));
+            refresh(app, p);
+        },
+    );
 }
 
 #[component]

@@ -2,25 +2,30 @@
 //! the session's registered tools (grouped by source; inactive tools shown and marked). Names
 //! the session does not register are kept and marked, never dropped.
 
+use forge_core::api::Resources;
 use leptos::prelude::*;
 
 use crate::state::app;
 
 /// The registered tools as `(name, source, description, active)`, in registry order.
 pub fn registered_tools() -> Vec<(String, String, String, bool)> {
-    app().resources.with(|r| {
-        r.tools
-            .iter()
-            .map(|t| {
-                (
-                    t.name.clone(),
-                    t.source.clone().unwrap_or_default(),
-                    t.description.clone().unwrap_or_default(),
-                    t.active,
-                )
-            })
-            .collect()
-    })
+    app().resources.with(tool_rows)
+}
+
+/// `resources`' tools as `(name, source, description, active)` (the pickers' rows).
+pub fn tool_rows(resources: &Resources) -> Vec<(String, String, String, bool)> {
+    resources
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.source.clone().unwrap_or_default(),
+                t.description.clone().unwrap_or_default(),
+                t.active,
+            )
+        })
+        .collect()
 }
 
 /// Why `name` cannot be added to `list` (`None`: it can).

@@ -7,25 +7,7 @@
 
 use crate::diag::{Category, Diagnostic};
 use crate::stack::{PromptStack, SchemaVersion};
-use crate::template::analyze_text;
-
-/// 1-based line and column of the UTF-16 offset `at` in `text`.
-pub fn line_column(text: &str, at: usize) -> (usize, usize) {
-    let (mut line, mut column, mut units) = (1, 1, 0);
-    for c in text.chars() {
-        if units >= at {
-            break;
-        }
-        units += c.len_utf16();
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += c.len_utf16();
-        }
-    }
-    (line, column)
-}
+use crate::template::{analyze_text, line_column};
 
 /// The template diagnostics of `stack` (empty for a v1 stack: its blocks are not forge-v1).
 pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {

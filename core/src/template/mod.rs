@@ -242,6 +242,25 @@ impl<'a> Utf16Cursor<'a> {
     }
 }
 
+/// 1-based line and column of the UTF-16 offset `at` in `text` (columns in UTF-16 units, as
+/// the editor counts them).
+pub fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let (mut line, mut column, mut units) = (1, 1, 0);
+    for c in text.chars() {
+        if units >= at {
+            break;
+        }
+        units += c.len_utf16();
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += c.len_utf16();
+        }
+    }
+    (line, column)
+}
+
 /// Parses and analyzes `text` without rendering it: the same errors [`render_text_all`] reports
 /// before rendering, with their spans, and the dependencies with theirs.
 pub fn analyze_text(text: &str) -> Analysis {

@@ -7,8 +7,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use forge_core::api::{
-    BindingRef, BindingSource, CapabilityList, Deleted, EffectiveBinding, EffectiveBindings, Key,
-    Validation,
+    BindingRef, BindingSource, CapabilityList, EffectiveBinding, EffectiveBindings, Key, Validation,
 };
 use forge_core::capability;
 use std::collections::BTreeMap;
@@ -23,7 +22,7 @@ use super::extract::{ok_typed, resource_object, JsonBody};
 use super::stacks::selector;
 use super::views::{capability_view, with_etag};
 use super::write::{
-    delete_resource, export_file, fork_resource, mutate, ok_view_response, save_resource,
+    deleted_response, export_file, fork_resource, mutate, ok_view_response, save_resource,
     written_entry, Outcome,
 };
 use super::AppState;
@@ -165,12 +164,7 @@ async fn remove(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let selector = selector(&sel)?;
-    let outcome = delete_resource(&state, Kind::Capability, selector, &headers, body).await?;
-    Ok(ok_typed(&Deleted {
-        ok: true,
-        deleted: outcome.deleted.map(|k| k.to_string()),
-    }))
+    deleted_response(&state, Kind::Capability, selector(&sel)?, &headers, body).await
 }
 
 /// `POST /api/capabilities/:sel/fork` `{id, scope?}` → 201: a copy under a new id, usually in

@@ -12,9 +12,8 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use forge_core::api::{
-    Applied, AppliedChoice, CurrentChoice, Deleted, LastApplied, Model, ProfileCollection,
-    ProfilePreview, ProfileStatus, ProfileValidation, ProfileView, Saved, StackChoice,
-    TargetChoice,
+    Applied, AppliedChoice, CurrentChoice, LastApplied, Model, ProfileCollection, ProfilePreview,
+    ProfileStatus, ProfileValidation, ProfileView, Saved, StackChoice, TargetChoice,
 };
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{counts, Diagnostic};
@@ -33,7 +32,8 @@ use super::host::{command_ok, command_switching_stack};
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
 use super::write::{
-    delete_resource, fork_resource, mutate, ok_view_response, save_resource, written_entry, Outcome,
+    deleted_response, fork_resource, mutate, ok_view_response, save_resource, written_entry,
+    Outcome,
 };
 use super::{AppState, ServerState};
 use crate::live::stack_entry;
@@ -295,12 +295,7 @@ async fn remove(
     headers: HeaderMap,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let selector = selector(&sel)?;
-    let outcome = delete_resource(&state, Kind::Profile, selector, &headers, body).await?;
-    Ok(ok_typed(&Deleted {
-        ok: true,
-        deleted: outcome.deleted.map(|k| k.to_string()),
-    }))
+    deleted_response(&state, Kind::Profile, selector(&sel)?, &headers, body).await
 }
 
 /// `POST /api/profiles/:sel/fork` `{id, scope?}` → 201.

@@ -195,6 +195,21 @@ pub async fn export_file(
     Ok(response)
 }
 
+/// `DELETE /api/<kind>/:sel` for profiles and capabilities: `{ok: true, deleted: "<scope:id>"}`.
+pub async fn deleted_response(
+    state: &ServerState,
+    kind: Kind,
+    selector: Selector,
+    headers: &HeaderMap,
+    body: JsonBody,
+) -> ApiResult<axum::response::Response> {
+    let outcome = delete_resource(state, kind, selector, headers, body).await?;
+    Ok(super::extract::ok_typed(&forge_core::api::Deleted {
+        ok: true,
+        deleted: outcome.deleted.map(|k| k.to_string()),
+    }))
+}
+
 /// The entry a successful write produced in the reloaded snapshot, with the written revision.
 pub fn written_entry<'a, T>(
     outcome: &Outcome,
