@@ -191,6 +191,7 @@ async fn bind_with_append_override_shows_the_effective_capability_and_saves_exac
     // Layout of the new tab, with the disclosure open.
     browser.viewport(1280, 900).await;
     assert_no_overflow(&browser, "1280 px").await;
+    browser.screenshot("preset-capabilities-binding").await;
     browser.viewport(390, 844).await;
     assert_no_overflow(&browser, "390 px").await;
     browser.viewport(1280, 900).await;
@@ -341,6 +342,7 @@ async fn default_tools_outside_the_deny_ceiling_are_an_error_that_blocks_saving(
     )
     .await;
     assert!(browser.enabled("button.save").await);
+    browser.screenshot("preset-default-tools").await;
     browser.click("button.save").await;
     browser.wait_status("Saved worker").await;
     let saved: Value = server.read_json(&stack_path("worker"));
