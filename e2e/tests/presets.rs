@@ -499,9 +499,12 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
         .wait_eq(".dock button.focus-toggle", "Show editor")
         .await;
     assert_eq!(display(&browser, "main.workspace").await, "none");
+    // The editor's Save is hidden with it: the dock offers its own while focused.
+    assert!(browser.enabled(".dock button.dock-save").await);
     browser.click(".dock button.focus-toggle").await;
     browser.wait_eq(".dock button.focus-toggle", "Focus").await;
     assert_eq!(display(&browser, "main.workspace").await, "block");
+    assert_eq!(browser.count(".dock button.dock-save").await, 0);
 
     // Saving keeps the dock open; the saved side catches up, so the diff is empty.
     browser.click("button.save").await;

@@ -186,6 +186,11 @@ pub fn PreviewDock() -> impl IntoView {
                     </div>
                     <span class="loading" aria-live="polite">{move || dock.loading.get().then_some("Loading preview…")}</span>
                     <span class="spacer"></span>
+                    // Focus mode hides the editor and its action bar; Save stays at hand here.
+                    <Show when=move || dock.focus.get()>
+                        <button class="primary dock-save" title="Save (Ctrl+S)" disabled=move || !ed.can_save()
+                            on:click=move |_| crate::state::save_stack(app, None)>"Save"</button>
+                    </Show>
                     <button class="focus-toggle" aria-pressed=move || dock.focus.get().to_string()
                         on:click=move |_| dock.focus.update(|f| *f = !*f)>{move || if dock.focus.get() { "Show editor" } else { "Focus" }}</button>
                     <button class="icon dock-close" aria-label="Close preview" on:click=move |_| dock.toggle()>"✕"</button>
