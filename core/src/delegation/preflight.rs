@@ -2,7 +2,7 @@
 //! (shared-user honesty) and the checks of a preflight against the request and the snapshot.
 //!
 //! Decisions: a receipt's `process` is a boolean (process execution granted); `limit-value`
-//! demands equality with the request (the spec's [DECIDE]); an isolated read-only receipt without
+//! demands equality with the request (the spec's `[DECIDE]`); an isolated read-only receipt without
 //! mount isolation and symlink safety is refused by the receipt rules themselves
 //! (`access-receipt.read-isolation`, §F vector 68), and likewise isolated write access
 //! (`access-receipt.write-isolation`).

@@ -669,8 +669,9 @@ fn decode_access(c: &mut Ctx, value: Option<&Value>) -> Option<Access> {
     })
 }
 
-/// The request the shipped foreground path sends [REF]: text-only input, read-only access to the
-/// `project` workspace at `.`, network allowed, shared-user boundary, a best-effort timeout,
+/// The request the shipped foreground path sends (`[REF]` in the spec): text-only input,
+/// read-only access to the `project` workspace at `.`, network allowed, shared-user boundary, a
+/// best-effort timeout,
 /// `resultProjection.maxChars = 12000`, `parent {sessionId, depth:0, maxDepth:1}` and egress
 /// consent. `profile_key` is canonical (`project:<id>` for bare input); ids are inputs.
 pub fn foreground_request(
