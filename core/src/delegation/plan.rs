@@ -1,8 +1,8 @@
 //! D7 plan creation and sealing, with the conversation and execution fingerprints of §C3.
 //!
 //! The host's compiled prompt (system prompt and stack messages from compiling the profile's
-//! stack with [`crate::compile`]), the backend's accepted preflight and the ids/time of the
-//! preparation are inputs; the plan is a pure function of them. Fingerprints:
+//! stack with `crate::compile`, a `regex`-feature module), the backend's accepted preflight and
+//! the ids/time of the preparation are inputs; the plan is a pure function of them. Fingerprints:
 //! - conversation = `fp({systemPrompt, messages:[{role, content}]})` (portable messages);
 //! - execution = `fp({schemaVersion:1, preparedRunId, backendId, preflightId, intent, preflight,
 //!   promptRuntime, conversation, effectiveTools:[{requestedName, backendToolId,
