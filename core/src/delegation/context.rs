@@ -9,6 +9,7 @@
 use serde_json::{json, Map, Value};
 
 use super::ContractDiagnostic;
+use crate::template::escape_xml;
 
 /// Context item kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,22 +74,6 @@ impl ContextItem {
     }
 }
 
-/// XML escape of `& < > " '`.
-pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Renders the envelope (items in the given order); no items → `""`.
 pub fn render_context<'a, I>(items: I) -> String
 where
@@ -105,14 +90,14 @@ where
         let reference = item
             .reference
             .as_deref()
-            .map(|r| format!(" reference=\"{}\"", xml_escape(r)))
+            .map(|r| format!(" reference=\"{}\"", escape_xml(r)))
             .unwrap_or_default();
         lines.push(format!(
             "<context_item id=\"{}\" kind=\"{}\" source=\"{}\"{reference}>\n{}\n</context_item>",
-            xml_escape(&item.id),
+            escape_xml(&item.id),
             item.kind.as_str(),
-            xml_escape(&item.source),
-            xml_escape(&item.text)
+            escape_xml(&item.source),
+            escape_xml(&item.text)
         ));
     }
     if !any {
