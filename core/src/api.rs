@@ -540,6 +540,27 @@ pub struct EffectiveBinding {
     pub effective: Value,
 }
 
+/// `GET /api/capability-state`, and the answer of both session mutations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityStateAnswer {
+    pub ok: bool,
+    pub state: crate::capability::view::CapabilityStateView,
+}
+
+/// `GET /api/capability-state/available`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityChoices {
+    pub ok: bool,
+    pub state: crate::capability::view::CapabilityStateView,
+    pub choices: Vec<crate::capability::view::Choice>,
+}
+
+/// The `capability-state` event: the live session's capability view, `None` without one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityStateEvent {
+    pub state: Option<crate::capability::view::CapabilityStateView>,
+}
+
 /// `POST /api/capabilities/effective`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EffectiveBindings {

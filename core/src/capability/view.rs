@@ -11,10 +11,10 @@
 //! `null` when absent; `active` is `[{actor, snapshot}]` with each snapshot in its stored form
 //! (fingerprint included); `model` is `{provider, id}`; the preset `key` is `scope:id`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::events::{Actor, CapabilityState};
+use super::events::CapabilityState;
 use super::ops::{self, validate_patches, ActivePreset, Caller, OpError, Plan, Session, Stamp};
 use super::snapshot::{CapabilitySnapshot, SnapshotSource};
 use super::{Capability, MAX_OPAQUE_ID_LENGTH};
@@ -36,7 +36,7 @@ pub const MAX_GUARD_REVISION_LENGTH: usize = 256;
 pub const MAX_FINGERPRINT_LENGTH: usize = 256;
 
 /// Whether capability text still has to reach the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
     None,
@@ -55,7 +55,7 @@ impl Delivery {
 }
 
 /// How capability text is presented to the model: native system sections or a user notice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TextPresentation {
     Native,
@@ -63,7 +63,7 @@ pub enum TextPresentation {
 }
 
 /// `{sessionId, leafId | null, revision}`: what a mutation must echo.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ViewGuard {
     pub session_id: String,
@@ -72,14 +72,14 @@ pub struct ViewGuard {
 }
 
 /// A tool patch in the view.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViewTools {
     pub add: Vec<String>,
     pub remove: Vec<String>,
 }
 
 /// One active capability in the view.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActiveView {
     pub activation_id: String,
@@ -88,13 +88,13 @@ pub struct ActiveView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// `user` or `agent`.
-    pub actor: &'static str,
+    pub actor: String,
     pub content: String,
     pub tools: ViewTools,
 }
 
 /// `GET /api/capability-state` → `state`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CapabilityStateView {
     pub guard: ViewGuard,
@@ -110,6 +110,16 @@ pub struct CapabilityStateView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub active: Vec<ActiveView>,
+    /// What the last tool sync changed in the effective tools (the host fills it in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_tool_change: Option<ToolChange>,
+}
+
+/// Tool names a sync added to and removed from the effective tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolChange {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
 }
 
 /// Everything the view and its revision are made of.
@@ -246,6 +256,7 @@ pub fn build_view(input: &ViewInput) -> CapabilityStateView {
         effective_tools: input.effective_tools.to_vec(),
         cache_usage: None,
         problem: None,
+        last_tool_change: None,
         active: input
             .state
             .active
@@ -254,11 +265,7 @@ pub fn build_view(input: &ViewInput) -> CapabilityStateView {
                 activation_id: a.snapshot.activation_id.clone(),
                 source: a.snapshot.source.label(),
                 name: a.snapshot.name.clone(),
-                actor: match a.actor {
-                    Actor::User => "user",
-                    Actor::Agent => "agent",
-                    Actor::Lifecycle => "lifecycle",
-                },
+                actor: a.actor.as_str().to_string(),
                 content: a.snapshot.content.clone(),
                 tools: ViewTools {
                     add: a.snapshot.tools.add.clone(),
@@ -282,7 +289,7 @@ pub enum StateMutation {
 }
 
 /// Which picker entry `POST /api/capability-state/enable` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChoiceKind {
     Capability,
@@ -423,7 +430,7 @@ pub const GUARD_CHANGED_MESSAGE: &str =
     "Session, branch or capability state changed; reload the capability state and try again.";
 
 /// One entry of `GET /api/capability-state/available`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Choice {
     pub kind: ChoiceKind,
