@@ -474,3 +474,61 @@ fn an_untrusted_project_refuses_activation_but_keeps_disable_and_reset() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["state"]["active"], json!([]));
 }
+
+#[test]
+fn saving_the_active_preset_may_not_break_an_active_capability_and_compaction_keeps_delivery() {
+    let ws = workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/bound/activate", "{}");
+    assert_eq!(status, 200);
+    let (status, body) = enable(&ws, "capability", "project:reviewer");
+    assert_eq!(status, 200, "{body}");
+    let activation = body["state"]["active"][0]["activationId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (_, current) = ws.api("GET", "/api/stacks/project:bound", "");
+    let revision = current["sourceRevision"].as_str().unwrap().to_string();
+    let mut stack: Value = serde_json::from_str(BOUND).unwrap();
+    stack["tools"] = json!({"deny": ["grep"]});
+    let save = json!({"stack": stack, "sourceRevision": revision});
+    let (status, body) = ws.api("PUT", "/api/stacks/project:bound", &save.to_string());
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "capability_conflict");
+    assert_eq!(
+        body["error"],
+        "Saving the active Preset would break active capabilities: Tool grep is blocked by prompt stack project:bound"
+    );
+    let on_disk =
+        std::fs::read_to_string(ws.project().join(".pi/forge/prompt-stacks/bound.json")).unwrap();
+    assert_eq!(on_disk, BOUND);
+
+    // Compaction rewrites the history; the capability text is projected per request, so the
+    // request after it still carries it once, before the newest user message.
+    pi.prompt("first");
+    pi.send(json!({"type": "compact"}));
+    pi.wait("the compaction", |e| {
+        e["type"] == "response" && e["command"] == "compact"
+    });
+    pi.prompt("after compaction");
+    let bodies = ws.model.bodies();
+    let last = messages(bodies.last().unwrap());
+    let notices = last
+        .iter()
+        .filter(|(_, text)| text.contains("<pi-forge-capabilities>"))
+        .count();
+    assert_eq!(notices, 1, "{last:#?}");
+    let newest_user = last.iter().rposition(|(role, _)| role == "user").unwrap();
+    assert_eq!(
+        last[newest_user - 1],
+        (
+            "user".to_string(),
+            user_notice(&[format!(
+                "<capability source=\"project:reviewer\" name=\"Reviewer\" activation=\"{activation}\">\nReview every diff for unsafe shell use.\n</capability>"
+            )])
+        )
+    );
+    assert_eq!(last[newest_user].1, "after compaction");
+}
