@@ -532,6 +532,17 @@ impl LiveHub {
         Ok(out)
     }
 
+    /// Reads the connected host without changing it (nothing is published, no tick).
+    pub fn read_live<T>(&self, f: impl FnOnce(&HostView<'_>) -> T) -> Result<T, LiveError> {
+        let mut inner = self.lock();
+        let host = inner
+            .host
+            .as_mut()
+            .filter(|h| h.stream.is_some())
+            .ok_or(LiveError::NoLiveSession)?;
+        Ok(f(&HostView { host }))
+    }
+
     /// Sends a command to the live host and waits for its result.
     pub async fn command(
         &self,
