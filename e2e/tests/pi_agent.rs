@@ -259,3 +259,46 @@ fn a_timed_out_run_is_reported_and_leaves_no_process() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+#[test]
+fn a_stack_changed_on_disk_after_the_review_makes_the_approval_stale() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let ws = workspace(SETTINGS);
+    let mut child = ws.forge_spawn(&[
+        "agent",
+        "run",
+        "reviewer",
+        "Summarize src/",
+        "--approve-in-terminal",
+    ]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Wait for the question (it has no newline: read byte-wise until it appears).
+    let mut seen = String::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with("reject [r]: ") {
+        assert_eq!(
+            stderr.read(&mut byte).unwrap(),
+            1,
+            "pi-forge ended early: {seen}"
+        );
+        seen.push(byte[0] as char);
+    }
+    let path = ws.project().join(".pi/forge/prompt-stacks/child.json");
+    std::fs::write(&path, CHILD.replace("CHILD REVIEWER", "CHANGED REVIEWER")).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"a\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    for line in stderr.lines() {
+        rest.push_str(&line.unwrap());
+        rest.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        rest.contains("pi-forge: stale_approval: The approved execution fingerprint sha256:v1:"),
+        "{rest}"
+    );
+    assert!(rest.ends_with("prepare it again.\n"), "{rest}");
+    assert!(ws.model.bodies().is_empty());
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use forge_core::canonical::sha256_hex;
-use forge_core::delegation::approval::{approval_full_view, approval_summary};
+use forge_core::delegation::approval::{approval_full_view, approval_summary, check_approval};
 use forge_core::delegation::config::{parse_subagents_bytes, SettingsLayers, SubagentsConfig};
 use forge_core::delegation::host::{
     child_input, plan_run, read_child_events, verify_payload, HostPlan, HostPlanInput, PlanIds,
@@ -27,6 +27,7 @@ use forge_core::delegation::plan::Stamp;
 use forge_core::delegation::ContractDiagnostic;
 use forge_core::id::Scope;
 use forge_core::json;
+use forge_core::runtime::Clock;
 use serde_json::{json, Value};
 
 use crate::cli::AgentAction;
@@ -53,9 +54,12 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             };
             if json {
-                println!("{}", json::to_pretty(&prepared.plan.to_value()));
+                println!("{}", json::to_pretty(&prepared.plan.plan.to_value()));
             } else {
-                println!("{}", approval_summary(&prepared.plan, &task, backend()));
+                println!(
+                    "{}",
+                    approval_summary(&prepared.plan.plan, &task, backend())
+                );
                 println!("Nothing was sent. Run it with: pi-forge agent run {profile} …");
             }
             Ok(ExitCode::SUCCESS)
@@ -73,7 +77,7 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             };
             let (approved, viewed) = if approve_in_terminal {
-                ask_approval(&prepared, &task)?
+                ask_approval(&prepared.plan, &task)?
             } else {
                 eprintln!(
                     "pi-forge: not run: a person must approve the exact prompt first. Add --approve-in-terminal to review and approve it here, or approve it in the editor's Plans view."
@@ -84,7 +88,27 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 eprintln!("pi-forge: rejected before anything was sent; nothing ran.");
                 return Ok(ExitCode::from(1));
             }
-            let record = execute(&paths, &prepared, viewed)?;
+            // The approval covers the plan as sealed: prepare it again from disk with the same
+            // ids and clock; any change of profile, stack or settings changes the fingerprint.
+            let again = prepare_with(
+                &workspace,
+                &profile,
+                &task,
+                timeout.map(|s| s * 1_000),
+                &prepared.ids,
+                prepared.clock,
+            )?;
+            let current = again
+                .1
+                .as_ref()
+                .map(|p| p.plan.plan.execution_fingerprint.clone())
+                .unwrap_or_default();
+            if let Err(stale) = check_approval(&prepared.plan.plan.execution_fingerprint, &current)
+            {
+                eprintln!("pi-forge: {}: {}", stale.code, stale.message);
+                return Ok(ExitCode::from(1));
+            }
+            let record = execute(&paths, &prepared.plan, viewed)?;
             print_record(&record);
             if record["status"] != "completed" {
                 return Ok(ExitCode::from(1));
@@ -166,14 +190,48 @@ fn print_diagnostics(diags: &[ContractDiagnostic]) {
     }
 }
 
-/// Loads the workspace and the delegation settings and seals a plan; `None` after printing why
-/// it could not be prepared.
+/// A sealed plan with the ids and clock it was prepared with.
+struct Prepared {
+    plan: HostPlan,
+    ids: PlanIds,
+    clock: Clock,
+}
+
+/// Loads the workspace and the delegation settings and seals a plan with fresh ids; `None`
+/// after printing why it could not be prepared.
 fn prepare(
     args: &crate::cli::WorkspaceArgs,
     profile: &str,
     task: &str,
     timeout_ms: Option<u64>,
-) -> Result<(WorkspacePaths, Option<HostPlan>)> {
+) -> Result<(WorkspacePaths, Option<Prepared>)> {
+    let ids = PlanIds {
+        request_id: format!("request:{}", new_uuid()),
+        preflight_id: format!("preflight:{}", new_uuid()),
+        stamp: Stamp {
+            prepared_run_id: format!("prepared:{}", new_uuid()),
+            run_id: format!("run:{}", new_uuid()),
+            prepared_at: crate::live::now_iso(),
+        },
+    };
+    prepare_with(
+        args,
+        profile,
+        task,
+        timeout_ms,
+        &ids,
+        crate::http::local_clock(),
+    )
+}
+
+fn prepare_with(
+    args: &crate::cli::WorkspaceArgs,
+    profile: &str,
+    task: &str,
+    timeout_ms: Option<u64>,
+    ids: &PlanIds,
+    clock: Clock,
+) -> Result<(WorkspacePaths, Option<Prepared>)> {
     let (paths, snapshot) = load_workspace(args)?;
     let project_settings = read_settings(
         &paths.project.join(".pi/forge/subagents.json"),
@@ -184,15 +242,6 @@ fn prepare(
         global: global_settings.iter().collect(),
         project: project_settings.iter().collect(),
     };
-    let ids = PlanIds {
-        request_id: format!("request:{}", new_uuid()),
-        preflight_id: format!("preflight:{}", new_uuid()),
-        stamp: Stamp {
-            prepared_run_id: format!("prepared:{}", new_uuid()),
-            run_id: format!("run:{}", new_uuid()),
-            prepared_at: crate::live::now_iso(),
-        },
-    };
     let cwd = paths.project.display().to_string();
     let result = plan_run(&HostPlanInput {
         workspace: &snapshot,
@@ -202,14 +251,21 @@ fn prepare(
         task,
         timeout_override_ms: timeout_ms,
         cwd: &cwd,
-        clock: crate::http::local_clock(),
-        ids: &ids,
+        clock,
+        ids,
         parent_session: None,
     });
     match result {
         Ok(plan) => {
             print_diagnostics(&plan.plan.diagnostics);
-            Ok((paths, Some(plan)))
+            Ok((
+                paths,
+                Some(Prepared {
+                    plan,
+                    ids: ids.clone(),
+                    clock,
+                }),
+            ))
         }
         Err(diags) => {
             print_diagnostics(&diags);

@@ -272,6 +272,18 @@ impl Workspace {
     /// Runs `pi-forge <args>` with this workspace's environment, `stdin` as its input and Pi
     /// itself as `PI_FORGE_PI` (for delegated child runs).
     pub fn forge_input(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        let mut child = self.forge_spawn(args);
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().expect("pi-forge output")
+    }
+
+    /// Starts `pi-forge <args>` with piped standard streams and Pi as `PI_FORGE_PI`.
+    pub fn forge_spawn(&self, args: &[&str]) -> Child {
         let wrapper = self.root.path().join("pi");
         if !wrapper.exists() {
             let tools = pi_tools();
@@ -297,14 +309,7 @@ impl Workspace {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         self.env(&mut cmd);
-        let mut child = cmd.spawn().expect("run pi-forge");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().expect("pi-forge output")
+        cmd.spawn().expect("run pi-forge")
     }
 
     /// Runs `pi-forge <args>` with this workspace's environment.
