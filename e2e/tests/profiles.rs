@@ -2,9 +2,10 @@
 //!
 //! `pi-forge ui` runs without a live Pi session here, so profiles cannot be applied: the Apply
 //! button is disabled and says why (`rows_and_detail_explain_themselves…`). The apply, drift and
-//! rollback parts of scenarios 7, 8 and 10 (and the model datalists of scenario 9, which need
-//! Pi's model registry) need a real Pi and belong to the live-bridge tests (`pi_*.rs`);
-//! everything else is covered here, with exact values.
+//! rollback parts of scenarios 7, 8 and 10 need a real Pi and belong to the live-bridge tests
+//! (`pi_*.rs`); the one test here that needs Pi's model registry (the model datalists and the
+//! unknown-model warning) starts a real Pi through the same harness (`pi/`). Everything else is
+//! covered here, with exact values.
 
 mod pi;
 mod support;

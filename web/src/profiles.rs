@@ -814,11 +814,16 @@ fn ProfileEditor() -> impl IntoView {
                 </label>
                 {text_input("/name", "profile-name", "Name", None)}
                 {text_input("/model/provider", "profile-provider", "Provider", Some("model-providers"))}
-                {text_input("/model/id", "profile-model", "Model", Some("model-ids"))}
-                {move || {
-                    let warning = p.collection.with(|c| unknown_model(c, &get("/model/provider"), &get("/model/id")));
-                    warning.map(|w| view! { <p class="field-note field-warning model-warning" role="status">{w}</p> })
-                }}
+                <label class="field">
+                    <span class="label">"Model"</span>
+                    <input type="text" name="profile-model" list="model-ids" prop:value=move || get("/model/id")
+                        on:input=move |e| set("/model/id", Some(Value::String(event_target_value(&e))))/>
+                    // A typo shows at once; a warning, so it never blocks a save.
+                    {move || {
+                        let warning = p.collection.with(|c| unknown_model(c, &get("/model/provider"), &get("/model/id")));
+                        warning.map(|w| view! { <span class="field-note field-warning model-warning" role="status">{w}</span> })
+                    }}
+                </label>
                 <label class="field">
                     <span class="label">"Thinking level"</span>
                     <select name="profile-thinking" prop:value=move || get("/thinkingLevel")
