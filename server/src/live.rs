@@ -519,18 +519,6 @@ impl LiveHub {
         Ok(out)
     }
 
-    /// Reads the live host without publishing: for readers that a publish wakes (the events
-    /// stream's capability view, which [`LiveHub::with_live`] would wake again, forever).
-    pub fn read_live<T>(&self, f: impl FnOnce(&HostView<'_>) -> T) -> Result<T, LiveError> {
-        let mut inner = self.lock();
-        let host = inner
-            .host
-            .as_mut()
-            .filter(|h| h.stream.is_some())
-            .ok_or(LiveError::NoLiveSession)?;
-        Ok(f(&HostView { host }))
-    }
-
     /// Runs `f` on the connected host, whatever its id (browser routes).
     pub fn with_live<T>(&self, f: impl FnOnce(&mut HostView<'_>) -> T) -> Result<T, LiveError> {
         let mut inner = self.lock();
@@ -542,6 +530,17 @@ impl LiveHub {
         let out = f(&mut HostView { host });
         self.publish(&inner);
         Ok(out)
+    }
+
+    /// Reads the connected host without changing it (nothing is published, no tick).
+    pub fn read_live<T>(&self, f: impl FnOnce(&HostView<'_>) -> T) -> Result<T, LiveError> {
+        let mut inner = self.lock();
+        let host = inner
+            .host
+            .as_mut()
+            .filter(|h| h.stream.is_some())
+            .ok_or(LiveError::NoLiveSession)?;
+        Ok(f(&HostView { host }))
     }
 
     /// Sends a command to the live host and waits for its result.

@@ -273,7 +273,6 @@ impl Inputs {
 fn live_inputs(state: &ServerState) -> ApiResult<Inputs> {
     let snapshot = state.ws.snapshot();
     let trusted = state.ws.trusted();
-    // Without a publish: the events stream computes this on every tick of the live hub.
     Ok(state.live.read_live(|h| inputs(h, &snapshot, trusted))?)
 }
 
