@@ -504,3 +504,68 @@ fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
     assert_eq!(bodies.len(), 3, "parent, child, parent");
     assert_eq!(message_texts(&bodies[1])[2].1, "Review src/c.rs");
 }
+
+#[test]
+fn a_200_kib_answer_comes_back_as_a_reference_with_nothing_lost() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    let long: String = (0..200 * 1024 / 16)
+        .map(|i| format!("l{i:>11} ok\n"))
+        .collect();
+    assert_eq!(long.len(), 200 * 1024);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "List everything"}),
+    );
+    ws.model.answer(&long);
+    pi.send(json!({"type": "prompt", "message": "delegate it"}));
+    let plan = pi::poll(std::time::Duration::from_secs(20), || {
+        let (_, body) = ws.api("GET", "/api/agent/plans", "");
+        body["plans"].as_array().and_then(|p| p.first().cloned())
+    })
+    .expect("the plan waits");
+    let run = plan["runId"].as_str().unwrap();
+    let (status, _) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run}/approve"),
+        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": false})
+            .to_string(),
+    );
+    assert_eq!(status, 200);
+    pi.wait("agent_settled", |e| e["type"] == "agent_settled");
+    let bodies = ws.model.bodies();
+    let last = bodies.last().unwrap();
+    let result = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .unwrap();
+    let folder = format!(".pi/forge/runs/{}/answer.txt", run.replace(':', "-"));
+    assert!(
+        result.starts_with(&format!(
+            "The answer is 204800 bytes, more than the 12000 characters a tool result carries. Nothing was cut: the whole answer is kept in {folder} (SHA-256 "
+        )),
+        "{}",
+        &result[..300.min(result.len())]
+    );
+    assert!(
+        result.len() < 4_000,
+        "the reference is short: {}",
+        result.len()
+    );
+    let kept = std::fs::read_to_string(ws.project().join(&folder)).unwrap();
+    assert_eq!(kept, long);
+    let out = ws.forge(&["agent", "result", run]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{long}\n"));
+}

@@ -556,6 +556,7 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
         "usage": outcome.usage,
         "payloadSha256": payload_hashes,
         "answerSha256": sha256_hex(answer.as_bytes()),
+        "resultMaxChars": plan.result_projection.get("maxChars").cloned(),
         "answerBytes": answer.len(),
     });
     write_private(

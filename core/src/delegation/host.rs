@@ -432,3 +432,37 @@ pub fn read_child_events(stdout: &str) -> ChildOutcome {
     }
     out
 }
+
+/// How much of an over-long answer's beginning the parent sees next to the reference.
+pub const ANSWER_PREVIEW_CHARS: usize = 2_000;
+
+/// The answer as the parent model receives it: whole when it fits `max_chars` (the plan's
+/// `resultProjection.maxChars`); otherwise nothing is cut from the kept answer: the parent gets
+/// a reference to the verified file (its path relative to the project, size and SHA-256) and
+/// the answer's first [`ANSWER_PREVIEW_CHARS`] characters.
+pub fn project_answer(answer: &str, max_chars: usize, path: &str, sha256: &str) -> String {
+    if answer.chars().count() <= max_chars {
+        return answer.to_string();
+    }
+    let preview: String = answer.chars().take(ANSWER_PREVIEW_CHARS).collect();
+    format!(
+        "The answer is {} bytes, more than the {max_chars} characters a tool result carries. Nothing was cut: the whole answer is kept in {path} (SHA-256 {sha256}); read that file for the rest. It begins:\n\n{preview}\n[…]",
+        answer.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_answer_becomes_a_reference_with_its_beginning() {
+        assert_eq!(project_answer("short", 10, "a.txt", "00"), "short");
+        let long = "é".repeat(3_000);
+        let text = project_answer(&long, 2_500, ".pi/forge/runs/r/answer.txt", "ab");
+        assert!(text.starts_with(
+            "The answer is 6000 bytes, more than the 2500 characters a tool result carries. Nothing was cut: the whole answer is kept in .pi/forge/runs/r/answer.txt (SHA-256 ab); read that file for the rest. It begins:\n\n"
+        ));
+        assert!(text.ends_with(&format!("{}\n[…]", "é".repeat(2_000))));
+    }
+}

@@ -96,6 +96,14 @@ impl FakeModel {
             .push_back(json!({ "calls": calls }));
     }
 
+    /// The next request is answered with this text (instead of "ok from fake").
+    pub fn answer(&self, text: &str) {
+        self.script
+            .lock()
+            .unwrap()
+            .push_back(json!({ "text": text }));
+    }
+
     /// The next request gets no answer for `seconds`, then the connection closes.
     pub fn hang(&self, seconds: u64) {
         self.script
@@ -180,6 +188,9 @@ fn serve(
         return;
     }
     let (answer, finish) = match scripted {
+        Some(reply) if reply["text"].is_string() => {
+            (json!({"content": reply["text"]}), json!("stop"))
+        }
         Some(call) => {
             let calls = match call["calls"].as_array() {
                 Some(list) => list.clone(),

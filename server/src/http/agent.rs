@@ -21,7 +21,7 @@ use forge_core::delegation::approval::{
     approval_full_view, approval_summary, check_approval, REJECTED_REASON,
 };
 use forge_core::delegation::config::DEFAULT_BACKEND;
-use forge_core::delegation::host::{HostPlan, PlanIds};
+use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
 use forge_core::runtime::Clock;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -400,7 +400,16 @@ async fn host_subagent(
     let completed = record["status"] == "completed";
     let text = if completed {
         match agent::verified_answer(&state.project, &run_id) {
-            Ok(answer) => format!("{answer}\n\n{}", run_line(&record)),
+            Ok(answer) => {
+                let max = record["resultMaxChars"].as_u64().unwrap_or(12_000) as usize;
+                let path = format!(".pi/forge/runs/{}/answer.txt", run_id.replace(':', "-"));
+                let sha = record["answerSha256"].as_str().unwrap_or_default();
+                format!(
+                    "{}\n\n{}",
+                    project_answer(&answer, max, &path, sha),
+                    run_line(&record)
+                )
+            }
             Err(e) => format!("Subagent failed: {e:#}"),
         }
     } else {
