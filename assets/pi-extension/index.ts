@@ -293,6 +293,18 @@ export default function piForge(pi: ExtensionAPI) {
 				dialogs = dialogs.then(() => reviewPlan(ctx, command, abort.signal)).catch(() => undefined);
 				return { ok: true, shown: true };
 			}
+			case "subagentDone":
+				// A background run ended: its result reaches the model as a message (and a turn).
+				pi.sendMessage(
+					{
+						customType: "pi-forge-subagent-result",
+						content: `Background subagent ${String(command.runId)} (${String(command.task)}) ${command.ok === true ? "finished" : "did not finish"}:\n\n${String(command.text)}`,
+						display: true,
+						details: { runId: String(command.runId), ok: command.ok === true },
+					},
+					{ triggerTurn: true, deliverAs: "followUp" },
+				);
+				return { ok: true };
 			case "dismissPlan":
 				planDialogs.get(String(command.runId))?.abort();
 				planDialogs.delete(String(command.runId));
@@ -878,6 +890,7 @@ export default function piForge(pi: ExtensionAPI) {
 			{
 				profile: Type.String({ minLength: 1, maxLength: 200 }),
 				task: Type.String({ minLength: 1 }),
+				background: Type.Optional(Type.Boolean({ description: "Return at once; the result arrives as a message when the run ends." })),
 			},
 			{ additionalProperties: false },
 		),
@@ -886,7 +899,7 @@ export default function piForge(pi: ExtensionAPI) {
 			const c = conn;
 			if (!c) return { content: [{ type: "text", text: "pi-forge is not connected; nothing was delegated." }], details: { runId: null }, isError: true };
 			// Waits for the person's decision (at most 10 minutes) and the child's run.
-			const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent`, { sessionId: c.sessionId, profile: params.profile, task: params.task }, 4_200_000);
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent`, { sessionId: c.sessionId, profile: params.profile, task: params.task, background: params.background === true }, 4_200_000);
 			return { content: [{ type: "text", text: String(answer.text ?? "") }], details: { runId: typeof answer.runId === "string" ? answer.runId : null }, isError: answer.ok !== true };
 		},
 	});

@@ -569,3 +569,67 @@ fn a_200_kib_answer_comes_back_as_a_reference_with_nothing_lost() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{long}\n"));
 }
+
+#[test]
+fn a_background_run_answers_at_once_and_notifies_the_parent_when_done() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/d.rs", "background": true}),
+    );
+    // The parent's turn ends without waiting for anyone.
+    let settled = pi.prompt("delegate it in the background");
+    assert_eq!(settled["aborted"], false);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 2, "the tool call and the parent's answer");
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    let plan = plans["plans"][0].clone();
+    let run = plan["runId"].as_str().unwrap().to_string();
+    let tool_result = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .unwrap();
+    assert_eq!(
+        tool_result,
+        format!("Subagent {run} runs in the background once a person approves it; its result arrives as a message when it finishes.")
+    );
+    let (status, _) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run}/approve"),
+        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": false})
+            .to_string(),
+    );
+    assert_eq!(status, 200);
+    // The result arrives as a message that starts a new turn of the parent.
+    pi.wait("the follow-up turn", |e| e["type"] == "agent_settled");
+    let bodies = ws.model.bodies();
+    assert_eq!(
+        bodies.len(),
+        4,
+        "child request, then the parent's follow-up"
+    );
+    let texts = message_texts(bodies.last().unwrap());
+    let notice = texts
+        .iter()
+        .find(|(_, t)| t.starts_with("Background subagent "))
+        .unwrap_or_else(|| panic!("{texts:#?}"));
+    assert!(
+        notice
+            .1
+            .starts_with(&format!("Background subagent {run} (Review src/d.rs) finished:\n\nok from fake\n\n[pi-forge subagent {run} · fake/fake-1")),
+        "{}",
+        notice.1
+    );
+}

@@ -282,6 +282,9 @@ struct SubagentMessage {
     session_id: String,
     profile: String,
     task: String,
+    /// Answer at once and deliver the result as a message when the run ends.
+    #[serde(default)]
+    background: bool,
 }
 
 /// `POST /api/host/:id/subagent` `{sessionId, profile, task}` (the `forge_subagent` tool) →
@@ -319,6 +322,7 @@ async fn host_subagent(
         }
     };
     let run_id = prepared.plan.run_id.clone();
+    let plan_run_id = run_id.clone();
     let (tx, rx) = oneshot::channel();
     state.agents.lock().insert(
         run_id.clone(),
@@ -333,9 +337,43 @@ async fn host_subagent(
             decide: Some(tx),
         },
     );
+    if message.background {
+        // Answer the tool at once; the result reaches the parent as a message when done.
+        let state = Arc::clone(&state);
+        let task = message.task.clone();
+        tokio::spawn(async move {
+            let outcome = match decide_and_run(&state, &run_id, rx).await {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    json!({"ok": false, "runId": run_id, "text": format!("Subagent failed: {}", e.message)})
+                }
+            };
+            let mut body = serde_json::Map::new();
+            body.insert("runId".into(), json!(run_id));
+            body.insert("task".into(), json!(task));
+            body.insert("ok".into(), outcome["ok"].clone());
+            body.insert("text".into(), outcome["text"].clone());
+            let _ = state.live.command("subagentDone", body).await;
+        });
+        return Ok(ok_json(&json!({
+            "ok": true,
+            "runId": plan_run_id,
+            "text": format!("Subagent {plan_run_id} runs in the background once a person approves it; its result arrives as a message when it finishes."),
+        })));
+    }
+    Ok(ok_json(&decide_and_run(&state, &run_id, rx).await?))
+}
+
+/// Asks Pi to show the review, waits for a person's decision, runs an approved plan and says
+/// what the parent model receives: `{ok, runId, text, record?}`.
+async fn decide_and_run(
+    state: &ServerState,
+    run_id: &str,
+    rx: oneshot::Receiver<Decision>,
+) -> ApiResult<Value> {
     // Pi shows the review too (its dialogs one at a time); whichever side decides first wins,
     // and the other one's dialog is dismissed.
-    let ask = state.agents.lock().get(&run_id).map(|p| {
+    let ask = state.agents.lock().get(run_id).map(|p| {
         let mut body = serde_json::Map::new();
         body.insert("runId".into(), json!(run_id));
         body.insert(
@@ -369,19 +407,17 @@ async fn host_subagent(
     tokio::spawn(async move {
         let _ = live.command("dismissPlan", dismiss).await;
     });
-    let Some(pending) = state.agents.lock().remove(&run_id) else {
-        return Err(unknown_plan(&run_id));
+    let Some(pending) = state.agents.lock().remove(run_id) else {
+        return Err(unknown_plan(run_id));
     };
     let (viewed, from) = match decision {
         Ok(Ok(Decision::Approve { viewed, from })) => (viewed, from),
         Ok(Ok(Decision::Reject)) => {
-            return Ok(ok_json(
-                &json!({"ok": false, "runId": run_id, "text": REJECTED_REASON}),
-            ))
+            return Ok(json!({"ok": false, "runId": run_id, "text": REJECTED_REASON}))
         }
         _ => {
-            return Ok(ok_json(&json!({"ok": false, "runId": run_id,
-                "text": "Subagent run cancelled: nobody approved the plan in time."})))
+            return Ok(json!({"ok": false, "runId": run_id,
+                "text": "Subagent run cancelled: nobody approved the plan in time."}))
         }
     };
     let _permit = state
@@ -399,7 +435,7 @@ async fn host_subagent(
         .map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
     let completed = record["status"] == "completed";
     let text = if completed {
-        match agent::verified_answer(&state.project, &run_id) {
+        match agent::verified_answer(&state.project, run_id) {
             Ok(answer) => {
                 let max = record["resultMaxChars"].as_u64().unwrap_or(12_000) as usize;
                 let path = format!(".pi/forge/runs/{}/answer.txt", run_id.replace(':', "-"));
@@ -422,9 +458,7 @@ async fn host_subagent(
             }))
         )
     };
-    Ok(ok_json(
-        &json!({"ok": completed, "runId": run_id, "text": text, "record": record}),
-    ))
+    Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
 }
 
 /// The run facts the parent model sees after the answer.
