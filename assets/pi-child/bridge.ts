@@ -3,7 +3,7 @@
 // every tool the plan did not approve, and records each provider request so pi-forge can check
 // it against the plan. No rule lives here: pi-forge wrote the input and verifies the record.
 
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 interface ChildInput {
@@ -11,6 +11,7 @@ interface ChildInput {
 	messages: unknown[];
 	tools: string[];
 	payloadOut: string;
+	factsOut: string;
 }
 
 export default function forgeChild(pi: ExtensionAPI) {
@@ -18,7 +19,11 @@ export default function forgeChild(pi: ExtensionAPI) {
 	if (!path) throw new Error("pi-forge child bridge: PI_FORGE_CHILD_INPUT is not set");
 	const input = JSON.parse(readFileSync(path, "utf8")) as ChildInput;
 
-	pi.on("before_agent_start", () => ({ systemPrompt: input.systemPrompt }));
+	pi.on("before_agent_start", () => {
+		// The thinking level Pi actually uses (it clamps the requested one to the model).
+		writeFileSync(input.factsOut, JSON.stringify({ thinkingLevel: pi.getThinkingLevel() }), { mode: 0o600 });
+		return { systemPrompt: input.systemPrompt };
+	});
 
 	// The child starts from one placeholder prompt: it is replaced by the approved messages in
 	// every request, and whatever the run added after it (tool calls, results) follows.

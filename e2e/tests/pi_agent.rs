@@ -75,6 +75,43 @@ fn tool_names(body: &Value) -> Vec<String> {
     names
 }
 
+fn folder_has_transcript(ws: &Workspace, run_id: &str) -> bool {
+    let path = ws
+        .project()
+        .join(".pi/forge/runs")
+        .join(run_id.replace(':', "-"))
+        .join("transcript.jsonl");
+    std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l.contains("\"agent_end\"")))
+}
+
+#[test]
+fn the_thinking_level_pi_used_is_reported_when_it_clamps_the_profiles() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (
+            ".pi/forge/agent-profiles/reviewer.json",
+            &REVIEWER.replace("\"thinkingLevel\": \"off\"", "\"thinkingLevel\": \"high\""),
+        ),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let out = ws.forge_input(
+        &[
+            "agent",
+            "run",
+            "reviewer",
+            "Summarize src/",
+            "--approve-in-terminal",
+        ],
+        "a\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(" (fake/fake-1, thinking off (the profile asked for high)).\n"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_plan_is_printed_and_nothing_is_sent() {
     let ws = workspace(SETTINGS);
@@ -163,6 +200,8 @@ fn an_approved_run_sends_exactly_the_plan_and_the_answer_is_verified() {
     assert_eq!(run["approval"]["viewedFullPrompt"], true);
     assert_eq!(run["approval"]["source"], "human");
     assert_eq!(run["usage"]["input"], 10);
+    assert_eq!(run["usedThinkingLevel"], "off");
+    assert!(folder_has_transcript(&ws, run["runId"].as_str().unwrap()));
     assert_eq!(run["payloadSha256"].as_array().unwrap().len(), 1);
     let run_id = run["runId"].as_str().unwrap().to_string();
 

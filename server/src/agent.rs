@@ -396,8 +396,10 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
     )?;
     let payloads = folder.join("payloads.jsonl");
     let mut input = child_input(plan, chrono::Utc::now().timestamp_millis() as f64);
+    let facts_path = folder.join("child-facts.json");
     if let Some(map) = input.as_object_mut() {
         map.insert("payloadOut".into(), json!(payloads.display().to_string()));
+        map.insert("factsOut".into(), json!(facts_path.display().to_string()));
     }
     let input_path = folder.join("child-input.json");
     write_private(&input_path, json::to_compact(&input).as_bytes())?;
@@ -479,7 +481,17 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
     let _ = std::fs::remove_file(&input_path);
     let _ = std::fs::remove_file(&bridge);
 
-    let outcome = read_child_events(&stdout);
+    // The child's event stream is the run's transcript.
+    write_private(&folder.join("transcript.jsonl"), stdout.as_bytes())?;
+    let mut outcome = read_child_events(&stdout);
+    if let Some(level) = std::fs::read(&facts_path)
+        .ok()
+        .and_then(|b| json::parse_bytes(&b).ok())
+        .and_then(|v| v["thinkingLevel"].as_str().map(str::to_string))
+    {
+        outcome.thinking_level = Some(level);
+    }
+    let _ = std::fs::remove_file(&facts_path);
     let recorded = std::fs::read_to_string(&payloads).unwrap_or_default();
     let mut payload_hashes = Vec::new();
     let mut mismatch = None;
@@ -582,15 +594,18 @@ fn kill_group(pid: u32) {
 
 fn print_record(record: &Value) {
     let status = record["status"].as_str().unwrap_or("?");
+    let asked = record["thinkingLevel"].as_str().unwrap_or("?");
+    let used = record["usedThinkingLevel"].as_str().unwrap_or(asked);
+    let clamp = if used == asked {
+        String::new()
+    } else {
+        format!(" (the profile asked for {asked})")
+    };
     eprintln!(
-        "pi-forge: run {} {status} in {} ms ({}, thinking {}).",
+        "pi-forge: run {} {status} in {} ms ({}, thinking {used}{clamp}).",
         record["runId"].as_str().unwrap_or("?"),
         record["durationMs"],
         record["model"].as_str().unwrap_or("?"),
-        record["usedThinkingLevel"]
-            .as_str()
-            .or(record["thinkingLevel"].as_str())
-            .unwrap_or("?")
     );
     if let Some(error) = record["error"].as_str() {
         eprintln!("pi-forge: {error}");
