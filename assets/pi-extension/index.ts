@@ -789,8 +789,35 @@ export default function piForge(pi: ExtensionAPI) {
 						`pi-forge: ${turns} captured request(s)${list.armed ? " · next request armed" : ""}${captureOn ? "" : " · capture off"}${dropped ? ` · ${dropped} dropped` : ""} · ${c.url}`,
 					);
 				}
+				case "agent": {
+					const [action = "", profileId = "", ...words] = rest;
+					const task = words.join(" ");
+					const c = await connect(ctx);
+					if (action === "plan" || action === "run") {
+						if (!profileId || !task) return say(`usage: /forge agent ${action} <profile> <task>`, "warning");
+						if (action === "plan") {
+							const answer = await call(c, "POST", "/api/agent/prepare", { profile: profileId, task });
+							return say(`${String(answer.review)}\nNothing was sent.`);
+						}
+						say(`pi-forge: preparing a plan for ${profileId}; approve it here or in the editor (${c.url})`);
+						const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent`, { sessionId: c.sessionId, profile: profileId, task, background: false }, 4_200_000);
+						return say(String(answer.text), answer.ok === true ? "info" : "warning");
+					}
+					if (action === "runs") {
+						const list = await call(c, "GET", "/api/agent/runs");
+						const runs = Array.isArray(list.runs) ? (list.runs as Obj[]) : [];
+						if (runs.length === 0) return say("pi-forge: no delegated runs yet");
+						return say(runs.map((r) => `${String(r.runId)}  ${String(r.status)}  ${String(r.profileId)}  ${String(r.model)}  ${String(r.durationMs)} ms`).join("\n"));
+					}
+					if (action === "result") {
+						if (!profileId) return say("usage: /forge agent result <run-id>", "warning");
+						const answer = await call(c, "GET", `/api/agent/runs/${encodeURIComponent(profileId)}`);
+						return say(String(answer.answer ?? ""));
+					}
+					return say("usage: /forge agent plan|run <profile> <task> | runs | result <run-id>", "warning");
+				}
 				default:
-					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off", "warning");
+					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result", "warning");
 			}
 		} catch (e) {
 			say(`pi-forge: ${errorText(e)}`, "error");
@@ -802,10 +829,13 @@ export default function piForge(pi: ExtensionAPI) {
 		getArgumentCompletions: async (prefix: string) => {
 			const words = prefix.split(/\s+/);
 			if (words.length <= 1) {
-				return ["ui", "status", "preset", "profile", "payload"].filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
+				return ["ui", "status", "preset", "profile", "payload", "agent"].filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
 			}
 			if (conn) await refreshIds(conn);
 			const [sub, partial = ""] = words;
+			if (sub === "agent" && words.length === 2) {
+				return ["plan", "run", "runs", "result"].filter((s) => s.startsWith(partial)).map((s) => ({ value: `agent ${s}`, label: s }));
+			}
 			if (sub === "payload") {
 				return ["next", "next save", "clear", "on", "off"].filter((s) => s.startsWith(words.slice(1).join(" "))).map((s) => ({ value: `payload ${s}`, label: s }));
 			}

@@ -124,7 +124,9 @@ fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
             "grep",
             "find",
             "ls",
-            // Registered by the pi-forge extension, inactive until a Preset offers it.
+            // Registered by the pi-forge extension, inactive until a Preset offers them.
+            "forge_subagent_profiles",
+            "forge_subagent",
             "forge_capability",
             "codemode",
             "tool_search"

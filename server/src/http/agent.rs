@@ -80,6 +80,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/agent/profiles", get(profiles))
         .route("/api/agent/plans", get(plans))
+        .route("/api/agent/prepare", post(prepare))
         .route("/api/agent/plans/{run}", get(plan))
         .route("/api/agent/plans/{run}/approve", post(approve))
         .route("/api/agent/plans/{run}/reject", post(reject))
@@ -229,6 +230,51 @@ async fn reject(State(state): State<AppState>, Path(run): Path<String>) -> ApiRe
         .ok_or_else(|| unknown_plan(&run))?;
     let _ = sender.send(Decision::Reject);
     Ok(ok_json(&json!({"ok": true, "runId": run})))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PrepareBody {
+    profile: String,
+    task: String,
+}
+
+/// `POST /api/agent/prepare` `{profile, task}` → `{ok, review, plan}` (`/forge agent plan`): the
+/// plan prepared and sealed, then discarded; nothing is sent and nothing waits. A plan that cannot
+/// be prepared is 400 `plan_failed` with every error diagnostic.
+async fn prepare(State(state): State<AppState>, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    let body: PrepareBody = serde_json::from_value(body)
+        .map_err(|e| ApiError::bad_request(format!("Malformed plan request: {e}.")))?;
+    let snapshot = state.ws.snapshot();
+    let request = PlanRequest {
+        profile: &body.profile,
+        task: &body.task,
+        timeout_ms: None,
+        parent_session: None,
+    };
+    match agent::prepare_plan(
+        &snapshot,
+        &paths(&state),
+        &request,
+        &agent::new_ids(),
+        local_clock(),
+    ) {
+        Ok(plan) => Ok(ok_json(&json!({
+            "ok": true,
+            "review": approval_summary(&plan.plan, &body.task, DEFAULT_BACKEND),
+            "plan": plan.plan.to_value(),
+        }))),
+        Err(diags) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "plan_failed",
+            diags
+                .iter()
+                .filter(|d| d.level == forge_core::diag::Level::Error)
+                .map(|d| format!("{}: {}", d.code, d.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+    }
 }
 
 /// `GET /api/agent/runs` → `{ok, runs}`: the kept run records, oldest first.
