@@ -10,8 +10,9 @@ use forge_core::capability::agent::{
 };
 use forge_core::capability::events::{reduce, Actor, CapabilityState};
 use forge_core::capability::ops::{
-    self, add, enable, enable_bound, reset, switch_preset, sync_tools, ActivePreset, BindingError,
-    Caller, DeliveryAnchor, OpError, Outcome, Plan, ResolvedBinding, Session, Stamp, ToolsEntry,
+    self, add, control_patch, enable, enable_bound, reset, switch_preset, sync_tools, ActivePreset,
+    BindingError, Caller, DeliveryAnchor, OpError, Outcome, Plan, ResolvedBinding, Session, Stamp,
+    ToolsEntry,
 };
 use forge_core::capability::snapshot::SnapshotSource;
 use forge_core::capability::view::{
@@ -568,6 +569,10 @@ fn disabling_the_last_patch_without_a_selection_policy_restores_the_baseline() {
     let mut w = World::new();
     let mut plain = w.coder.clone();
     plain.policy = None;
+    // No model-callable binding, so the control tool's offer is not in force either.
+    for binding in &mut plain.bindings {
+        binding.model_callable = false;
+    }
     w.preset = Some(plain);
     let on = bound(&mut w, Caller::User, "review").unwrap();
     assert_eq!(
@@ -582,6 +587,36 @@ fn disabling_the_last_patch_without_a_selection_policy_restores_the_baseline() {
         plan.effective_tools,
         names(&["read", "bash", "edit", "forge_capability", "write"])
     );
+}
+
+#[test]
+fn a_model_callable_binding_offers_the_control_tool_under_the_ceiling() {
+    let mut w = World::new();
+    let mut plain = w.coder.clone();
+    plain.policy = None;
+    w.preset = Some(plain.clone());
+    w.current.retain(|t| t != "forge_capability");
+    let plan = w.run(|_, s, st| reset(s, st)).unwrap();
+    assert_eq!(
+        plan.effective_tools,
+        names(&["read", "bash", "edit", "forge_capability"])
+    );
+    assert_eq!(
+        plan.tools_entry, None,
+        "a no-op persists nothing, even when the offer changes the tools"
+    );
+    assert_eq!(
+        control_patch(Some(&plain)),
+        Some(ToolPatch {
+            add: names(&["forge_capability"]),
+            remove: Vec::new()
+        })
+    );
+    for binding in &mut plain.bindings {
+        binding.model_callable = false;
+    }
+    assert_eq!(control_patch(Some(&plain)), None);
+    assert_eq!(control_patch(None), None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1375,12 +1410,6 @@ fn v47_web_mutations_check_trust_guard_and_exact_activation_ids() {
         err.to_string(),
         "Session, branch or capability state changed; reload the capability state and try again."
     );
-    w.trusted = false;
-    assert_eq!(
-        mutate(&mut w, None, body("id-2")),
-        Err(MutationError::Untrusted)
-    );
-    w.trusted = true;
     w.restoring = true;
     assert_eq!(
         mutate(&mut w, None, body("id-2")),
@@ -1388,7 +1417,10 @@ fn v47_web_mutations_check_trust_guard_and_exact_activation_ids() {
     );
     w.restoring = false;
     assert_eq!(w.events.len(), 1);
+    // The recovery path works in an untrusted project too.
+    w.trusted = false;
     mutate(&mut w, None, body("id-2")).unwrap();
+    w.trusted = true;
     assert!(w.active_ids().is_empty());
     bound(&mut w, Caller::User, "plain").unwrap();
     mutate(&mut w, None, json!({"action": "reset", "guard": guard()})).unwrap();

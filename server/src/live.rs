@@ -17,6 +17,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use forge_core::capability::delivery::BranchRecord;
+use forge_core::capability::ops::ToolsEntry;
+use forge_core::capability::tools::reconcile_baseline;
+use forge_core::capability::view::ToolChange;
 use forge_core::id::{parse_stack_choice, StackChoice};
 use forge_core::profile::ModelRef;
 use forge_core::runtime::{Clock, ContextFile, ModelInfo, RuntimeSnapshot, SkillInfo, ToolInfo};
@@ -102,6 +106,9 @@ pub struct PiModel {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub reasoning: bool,
+    /// Pi's `compat.supportsMidConvoSystemMessages` for this model: capability text goes in a
+    /// native system message when true, else in an attributed user-role message.
+    pub mid_convo_system: bool,
 }
 
 /// Everything the extension knows about the Pi process that may change during a session.
@@ -180,6 +187,10 @@ struct Host {
     baseline_tools: Vec<String>,
     /// The tools the last turn asked Pi to activate.
     applied_tools: Option<Vec<String>>,
+    /// What pi-forge knows about the branch's capabilities.
+    caps: CapSession,
+    /// Bumped on every lifecycle change of this host (hello, takeover); part of the guard.
+    lifecycle: u64,
     /// Generation of the attached command stream, if any.
     stream: Option<u64>,
     commands: Option<mpsc::UnboundedSender<Value>>,
@@ -196,6 +207,20 @@ struct Inner {
 pub struct LiveHub {
     inner: Mutex<Inner>,
     view: watch::Sender<LiveView>,
+    /// Bumped after every change of the host (facts, capabilities, connect, disconnect): the
+    /// capability view is recomputed from it.
+    ticks: watch::Sender<u64>,
+}
+
+/// The branch's capability record as far as pi-forge read or wrote it, plus the delivery cursor.
+#[derive(Clone, Debug, Default)]
+pub struct CapSession {
+    /// Events, newest tools entry and delivery anchor of the branch.
+    pub record: BranchRecord,
+    /// The newest event id a provider request carried (set when a projection was built).
+    pub prepared_through: Option<String>,
+    /// What the last tool sync changed.
+    pub last_tool_change: Option<ToolChange>,
 }
 
 impl Default for LiveHub {
@@ -243,6 +268,28 @@ fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A random UUIDv4 (activation and event ids).
+pub fn new_uuid() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        b.copy_from_slice(&nanos.to_le_bytes());
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
 pub(crate) fn now_iso() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
@@ -252,9 +299,11 @@ pub(crate) fn now_iso() -> String {
 impl LiveHub {
     pub fn new() -> LiveHub {
         let (view, _) = watch::channel(LiveView::default());
+        let (ticks, _) = watch::channel(0);
         LiveHub {
             inner: Mutex::new(Inner::default()),
             view,
+            ticks,
         }
     }
 
@@ -272,7 +321,13 @@ impl LiveHub {
         self.view.subscribe()
     }
 
+    /// A counter bumped after every change of the live host.
+    pub fn ticks(&self) -> watch::Receiver<u64> {
+        self.ticks.subscribe()
+    }
+
     fn publish(&self, inner: &Inner) {
+        self.ticks.send_modify(|n| *n = n.wrapping_add(1));
         let view = match &inner.host {
             Some(host) if host.stream.is_some() => LiveView {
                 connected: true,
@@ -337,8 +392,19 @@ impl LiveHub {
             provenance,
         } = decide(&hello.entries);
         let host_id = random_id();
-        let baseline = hello.facts.active_tools.clone();
+        let record = BranchRecord::from_entries(&hello.entries);
+        // The branch's durable baseline, reconciled with what Pi has active now; else Pi's
+        // current tools.
+        let baseline = match &record.tools {
+            Some(entry) => reconcile_baseline(
+                &entry.baseline,
+                &entry.last_applied,
+                &hello.facts.active_tools,
+            ),
+            None => hello.facts.active_tools.clone(),
+        };
         inner.counter += 1;
+        let lifecycle = inner.counter;
         inner.host = Some(Host {
             id: host_id.clone(),
             info: HostInfo {
@@ -359,6 +425,11 @@ impl LiveHub {
             provenance,
             baseline_tools: baseline,
             applied_tools: None,
+            caps: CapSession {
+                record,
+                ..CapSession::default()
+            },
+            lifecycle,
             stream: None,
             commands: None,
             pending: HashMap::new(),
@@ -564,16 +635,74 @@ impl HostView<'_> {
     /// New facts from Pi. Active tools that differ from what pi-forge last applied were changed
     /// by someone else (the user, another extension): they become the new baseline.
     pub fn update_facts(&mut self, facts: PiFacts) {
-        let ours = self
-            .host
-            .applied_tools
-            .as_ref()
-            .is_some_and(|applied| *applied == facts.active_tools);
-        if !ours {
-            self.host.baseline_tools = facts.active_tools.clone();
-            self.host.applied_tools = None;
+        match &self.host.applied_tools {
+            Some(applied) if *applied == facts.active_tools => {}
+            // B9 reconciliation: what someone else activated joins the baseline, what they
+            // deactivated leaves it.
+            Some(applied) => {
+                self.host.baseline_tools =
+                    reconcile_baseline(&self.host.baseline_tools, applied, &facts.active_tools);
+                self.host.applied_tools = None;
+            }
+            None => self.host.baseline_tools = facts.active_tools.clone(),
         }
         self.host.facts = facts;
+    }
+
+    /// Host id, session id and leaf id.
+    pub fn host_id(&self) -> &str {
+        &self.host.id
+    }
+    pub fn session_id(&self) -> &str {
+        &self.host.info.session_id
+    }
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.host.facts.leaf_id.as_deref()
+    }
+    pub fn lifecycle(&self) -> u64 {
+        self.host.lifecycle
+    }
+    pub fn trusted(&self) -> bool {
+        self.host.info.project_trusted
+    }
+    pub fn facts(&self) -> &PiFacts {
+        &self.host.facts
+    }
+    /// Registered tool names, in Pi's order.
+    pub fn registered_tools(&self) -> Vec<String> {
+        self.host
+            .facts
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+    pub fn caps(&self) -> &CapSession {
+        &self.host.caps
+    }
+    pub fn caps_mut(&mut self) -> &mut CapSession {
+        &mut self.host.caps
+    }
+    /// The tool baseline as the capability operations read it: the branch's entry when there
+    /// is one, else what the host remembers (baseline and what it applied last).
+    pub fn tools_entry(&self) -> ToolsEntry {
+        match &self.host.caps.record.tools {
+            Some(entry) => entry.clone(),
+            None => ToolsEntry {
+                baseline: self.host.baseline_tools.clone(),
+                last_applied: self
+                    .host
+                    .applied_tools
+                    .clone()
+                    .unwrap_or_else(|| self.host.facts.active_tools.clone()),
+            },
+        }
+    }
+    /// After a committed tool sync: the baseline it reconciled and the tools Pi now has.
+    pub fn tools_applied(&mut self, baseline: Vec<String>, applied: Vec<String>) {
+        self.host.baseline_tools = baseline;
+        self.host.facts.active_tools = applied.clone();
+        self.host.applied_tools = Some(applied);
     }
 
     pub fn set_applied_tools(&mut self, tools: Vec<String>) {

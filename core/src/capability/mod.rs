@@ -19,6 +19,7 @@ use crate::shape::{check_header, optional_string, required_id, unsupported_keys}
 
 pub mod agent;
 pub mod binding;
+pub mod delivery;
 pub mod events;
 pub mod ops;
 pub mod snapshot;

@@ -400,6 +400,30 @@ pub fn active_patches(state: &CapabilityState) -> Vec<&ToolPatch> {
     state.active.iter().map(|a| &a.snapshot.tools).collect()
 }
 
+/// The patch that offers `forge_capability` to the model: present while the active Preset has a
+/// model-callable binding (our rule for "registered only while such a Preset is active": the
+/// bridge registers the tool inactive, and this patch activates it). The Preset's ceiling and
+/// every capability removal still win over it, like over any capability `add`.
+pub fn control_patch(preset: Option<&ActivePreset>) -> Option<ToolPatch> {
+    preset
+        .is_some_and(|p| p.bindings.iter().any(|b| b.model_callable))
+        .then(|| ToolPatch {
+            add: vec![CONTROL_TOOL.to_string()],
+            remove: Vec::new(),
+        })
+}
+
+/// The patches a tool sync applies: the active capabilities' (activation order), then the
+/// control tool's offer ([`control_patch`]).
+pub fn sync_patches<'a>(
+    state: &'a CapabilityState,
+    control: Option<&'a ToolPatch>,
+) -> Vec<&'a ToolPatch> {
+    let mut patches = active_patches(state);
+    patches.extend(control);
+    patches
+}
+
 /// The branch's current state; an unreadable history fails closed.
 pub fn current_state(session: &Session) -> Result<CapabilityState, OpError> {
     reduce(session.events).map_err(OpError::Log)
@@ -474,12 +498,13 @@ fn finish(
             return Err(OpError::ToolPatch(problems));
         }
     }
+    let control = control_patch(preset);
     let sync = sync_tools(
         policy_of(preset),
         session.registered,
         session.current_tools,
         session.tools_entry,
-        &patches,
+        &sync_patches(&state, control.as_ref()),
     );
     Ok(Plan {
         tools_entry: sync.entry,
@@ -492,13 +517,13 @@ fn finish(
 
 /// A plan that persists nothing.
 fn unchanged(session: &Session, state: CapabilityState, outcome: Outcome) -> Plan {
-    let patches = active_patches(&state);
+    let control = control_patch(session.preset);
     let sync = sync_tools(
         policy_of(session.preset),
         session.registered,
         session.current_tools,
         session.tools_entry,
-        &patches,
+        &sync_patches(&state, control.as_ref()),
     );
     Plan {
         tools_entry: None,

@@ -584,9 +584,6 @@ pub fn enable_choice(
 /// Why a `POST /api/capability-state` mutation was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MutationError {
-    /// 403.
-    #[error("Capability changes from the web need a trusted project.")]
-    Untrusted,
     /// 409.
     #[error("{GUARD_CHANGED_MESSAGE}")]
     GuardChanged,
@@ -595,18 +592,19 @@ pub enum MutationError {
     Op(#[from] OpError),
 }
 
-/// Applies a decoded `POST /api/capability-state` body as the user: trust (403), then the guard
-/// against the live view's (`current`, 409), then the operation. The host re-reads the guard
-/// before persisting the plan.
+/// Applies a decoded `POST /api/capability-state` body as the user: the guard against the live
+/// view's (`current`, 409), then the operation. The host re-reads the guard before persisting the
+/// plan.
+///
+/// Unlike B10's 403, an untrusted project may deactivate and reset from the web too: both only
+/// take capabilities away, and they are the recovery path the human CLI keeps there (the issue's
+/// acceptance asks for exactly that). Activation stays refused ([`enable_choice`]).
 pub fn apply_state_mutation(
     session: &Session,
     current: &ViewGuard,
     mutation: &StateMutation,
     stamp: &mut Stamp,
 ) -> Result<Plan, MutationError> {
-    if !session.trusted {
-        return Err(MutationError::Untrusted);
-    }
     let guard = match mutation {
         StateMutation::Disable { guard, .. } | StateMutation::Reset { guard } => guard,
     };

@@ -8,10 +8,14 @@ use crate::stack::{ItemBody, Policy, PromptStack};
 /// The tools the model gets: the capabilities spec §B9 calculation
 /// ([`effective_tools`](crate::capability::tools::effective_tools)) with the runtime's active
 /// tools as the baseline and no capability patches.
-pub(crate) fn select_tools(runtime: &RuntimeSnapshot, policy: Option<&Policy>) -> Vec<String> {
+pub(crate) fn select_tools(
+    runtime: &RuntimeSnapshot,
+    policy: Option<&Policy>,
+    patches: &[&crate::capability::ToolPatch],
+) -> Vec<String> {
     let registered = runtime.registered_tool_names();
     let active = runtime.active_tool_names();
-    crate::capability::tools::effective_tools(policy, &registered, &active, &[])
+    crate::capability::tools::effective_tools(policy, &registered, &active, patches)
         .into_iter()
         .map(str::to_string)
         .collect()

@@ -183,6 +183,10 @@ pub struct CompileInput<'a> {
     /// system phase sees it as the latest user message, and the message phase falls back to it
     /// when the conversation has no user text. Ignored when `latest_user_message` is set.
     pub prompt: Option<String>,
+    /// Tool patches in force in the live session (active capabilities, then the control tool's
+    /// offer; see `capability::ops::sync_patches`): the selected tools are the B9 effective
+    /// tools with them.
+    pub tool_patches: &'a [&'a crate::capability::ToolPatch],
 }
 
 impl<'a> CompileInput<'a> {
@@ -200,6 +204,7 @@ impl<'a> CompileInput<'a> {
             extra_slots: None,
             latest_user_message: None,
             prompt: None,
+            tool_patches: &[],
         }
     }
 }
@@ -366,7 +371,7 @@ impl<'a> Compiler<'a> {
         let stack = input.stack;
         let tools_policy = stack.and_then(|s| s.tools.as_ref());
         let skills_policy = stack.and_then(|s| s.skills.as_ref());
-        let selected_tools = env::select_tools(runtime, tools_policy);
+        let selected_tools = env::select_tools(runtime, tools_policy, input.tool_patches);
         let selected_skills = env::select_skills(runtime, skills_policy);
         let selected_skill_names = selected_skills.iter().map(|s| s.name.clone()).collect();
         let latest_user_message = input

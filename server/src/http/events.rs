@@ -11,6 +11,8 @@
 //! - `event: payloads` with the capture summary (`{type:"payloads", sessionId, count, newest,
 //!   latest, armed, usage}`) right after `ready` and whenever a capture, a usage report, an arm
 //!   or a clear changes it;
+//! - `event: capability-state` with `{state}` (the `GET /api/capability-state` view, `null`
+//!   without a live session) right after `ready` and whenever it changes;
 //! - a `: keepalive` comment every 15 seconds.
 //!
 //! `EventSource` cannot send headers, so the session cookie authenticates the stream.
@@ -24,6 +26,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use forge_core::api::CapabilityStateEvent;
 use forge_core::json;
 use futures_util::stream::{self, StreamExt as _};
 use serde_json::{json, Value};
@@ -75,8 +78,28 @@ async fn events(State(state): State<AppState>) -> Response {
             .data(json::to_compact(&summary))
     };
     let payloads = WatchStream::new(state.payloads.watch()).map(payload_event);
+    // The capability view is recomputed after every change of the live host or the workspace
+    // and sent when it differs from the last one this stream sent.
+    let caps_state = std::sync::Arc::clone(&state);
+    let live_ticks = WatchStream::new(state.live.ticks()).map(|_| ());
+    let ws_ticks = BroadcastStream::new(state.ws.subscribe()).map(|_| ());
+    let mut last: Option<CapabilityStateEvent> = None;
+    let capabilities = stream::select(live_ticks, ws_ticks).filter_map(move |()| {
+        let now = CapabilityStateEvent {
+            state: super::capability_state::current_view(&caps_state),
+        };
+        let event = (last.as_ref() != Some(&now)).then(|| {
+            let data = json::to_compact(&serde_json::to_value(&now).unwrap_or_default());
+            last = Some(now);
+            Event::default().event("capability-state").data(data)
+        });
+        futures_util::future::ready(event)
+    });
     let stream = stream::once(async { ready })
-        .chain(stream::select(updates, stream::select(live, payloads)))
+        .chain(stream::select(
+            updates,
+            stream::select(live, stream::select(payloads, capabilities)),
+        ))
         .take_until(Box::pin(stopped))
         .map(Ok::<_, Infallible>);
     let mut response = Sse::new(stream)

@@ -14,6 +14,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::capability::ToolPatch;
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{Diagnostic, Level};
 use forge_core::json;
@@ -28,7 +29,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_json, HostBody};
-use super::{local_clock, AppState, ServerState};
+use super::{capability_state, local_clock, AppState, ServerState};
 use crate::live::{self, stack_entry, Hello, LiveError, PiFacts};
 
 pub fn routes() -> Router<AppState> {
@@ -119,6 +120,7 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
     }
     let hello: Hello = parse(body, "hello")?;
     let extension_version = hello.extension_version.clone();
+    let session_id = hello.session_id.clone();
     let snapshot = state.ws.snapshot();
     let trusted = state.ws.trusted();
     let fresh = session::branch_state(&hello.entries).is_fresh();
@@ -131,15 +133,22 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
         super::profiles::auto_apply(std::sync::Arc::clone(&state));
     }
     let server_version = env!("CARGO_PKG_VERSION");
-    Ok(ok_json(&json!({
-        "hostId": welcome.host_id,
-        "protocol": live::PROTOCOL,
-        "serverVersion": server_version,
-        "versionMismatch": extension_version != server_version,
-        "activeStackId": welcome.active_stack,
-        "entries": welcome.entries,
-        "url": format!("http://127.0.0.1:{}/", state.port),
-    })))
+    let mut answer = capability_state::host_mirror(&state, &welcome.host_id, &session_id)?;
+    answer.extend(
+        json!({
+            "hostId": welcome.host_id,
+            "protocol": live::PROTOCOL,
+            "serverVersion": server_version,
+            "versionMismatch": extension_version != server_version,
+            "activeStackId": welcome.active_stack,
+            "entries": welcome.entries,
+            "url": format!("http://127.0.0.1:{}/", state.port),
+        })
+        .as_object()
+        .cloned()
+        .unwrap_or_default(),
+    );
+    Ok(ok_json(&Value::Object(answer)))
 }
 
 /// `GET /api/host/:id/commands` → SSE: `ready`, then one `command` event per command, and a
@@ -266,6 +275,16 @@ fn abort_message(key: &str, errors: &[&Diagnostic]) -> String {
     )
 }
 
+/// What a turn or context call compiles against.
+struct LiveInput {
+    key: Option<String>,
+    runtime: RuntimeSnapshot,
+    /// Capability tool patches in force (and the control tool's offer).
+    patches: Vec<ToolPatch>,
+    /// What the extension mirrors about capabilities (`capabilities`, `blockedTools`, `tools`).
+    mirror: Map<String, Value>,
+}
+
 /// The active Preset of host `id` and its facts with `messages` as the conversation.
 fn live_stack(
     state: &ServerState,
@@ -273,14 +292,19 @@ fn live_stack(
     session_id: &str,
     messages: Vec<Value>,
     update: impl FnOnce(&mut live::HostView<'_>),
-) -> ApiResult<(Option<String>, RuntimeSnapshot)> {
+) -> ApiResult<LiveInput> {
     let clock = local_clock();
+    let snapshot = state.ws.snapshot();
+    let trusted = state.ws.trusted();
     Ok(state.live.with_host(id, session_id, |h| {
         update(h);
-        (
-            h.active_stack().map(str::to_string),
-            h.runtime_with(clock, messages),
-        )
+        let (patches, mirror) = capability_state::turn_inputs(h, &snapshot, trusted);
+        LiveInput {
+            key: h.active_stack().map(str::to_string),
+            runtime: h.runtime_with(clock, messages),
+            patches,
+            mirror,
+        }
     })?)
 }
 
@@ -309,6 +333,7 @@ async fn compile_live(
     state: &ServerState,
     key: Option<String>,
     runtime: RuntimeSnapshot,
+    patches: Vec<ToolPatch>,
     latest_user_message: Option<String>,
 ) -> ApiResult<(LiveCompile, RuntimeSnapshot)> {
     let Some(key) = key else {
@@ -326,8 +351,10 @@ async fn compile_live(
             return (gone, runtime);
         };
         let macros = MacroRegistry::new();
+        let patch_refs: Vec<&ToolPatch> = patches.iter().collect();
         let mut input = CompileInput::new(Some(&entry.parsed.stack), &runtime, &macros);
         input.stack_key = Some(key.clone());
+        input.tool_patches = &patch_refs;
         input.latest_user_message = latest_user_message;
         let compiled = compile::compile(&input);
         drop(input);
@@ -366,13 +393,33 @@ async fn turn(
     // The system prompt reads the conversation only through the latest user message, which is
     // the prompt itself: no conversation is copied or run through the history pipeline here
     // (`context` compiles the messages once, with the ones Pi sends).
-    let (key, runtime) = live_stack(&state, &id, &message.session_id, Vec::new(), |h| {
+    let live = live_stack(&state, &id, &message.session_id, Vec::new(), |h| {
         h.update_facts(message.facts);
         h.set_clock(clock);
     })?;
-    let (outcome, _) = compile_live(&state, key, runtime, Some(message.prompt)).await?;
-    Ok(ok_json(&match outcome {
-        LiveCompile::Inactive => json!({ "active": false }),
+    let mut mirror = live.mirror;
+    let (outcome, _) = compile_live(
+        &state,
+        live.key,
+        live.runtime,
+        live.patches,
+        Some(message.prompt),
+    )
+    .await?;
+    // Without a Preset, tools a capability sync changes are applied here (and recorded).
+    let sync_tools = mirror.remove("tools");
+    let answer = match outcome {
+        LiveCompile::Inactive => {
+            if let Some(tools) = sync_tools {
+                let applied: Vec<String> =
+                    serde_json::from_value(tools.clone()).unwrap_or_default();
+                let _ = state
+                    .live
+                    .with_host(&id, &message.session_id, |h| h.set_applied_tools(applied));
+                mirror.insert("activeTools".into(), tools);
+            }
+            json!({ "active": false })
+        }
         LiveCompile::Abort {
             key,
             message,
@@ -402,7 +449,15 @@ async fn turn(
                 "diagnostics": diagnostics,
             })
         }
-    }))
+    };
+    let mut answer = match answer {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    for (k, v) in mirror {
+        answer.entry(k).or_insert(v);
+    }
+    Ok(ok_json(&Value::Object(answer)))
 }
 
 #[derive(Deserialize)]
@@ -421,8 +476,9 @@ async fn context(
     HostBody(body): HostBody,
 ) -> ApiResult<Response> {
     let message: ContextMessage = parse(body, "context")?;
-    let (key, runtime) = live_stack(&state, &id, &message.session_id, message.messages, |_| {})?;
-    let (outcome, runtime) = compile_live(&state, key, runtime, None).await?;
+    let live = live_stack(&state, &id, &message.session_id, message.messages, |_| {})?;
+    let (outcome, runtime) =
+        compile_live(&state, live.key, live.runtime, live.patches, None).await?;
     // Kept for previews (`GET /api/runtime`): moved, not copied. A host that left meanwhile
     // keeps nothing.
     let _ = state.live.with_host(&id, &message.session_id, |h| {
@@ -499,19 +555,39 @@ pub async fn set_live_stack(state: &ServerState, key: Option<String>) -> ApiResu
 /// Sends a command that makes `key` the live session's Preset. The server's choice changes
 /// first, so a turn that starts while Pi records the entry already compiles the new Preset; a
 /// refused or lost command puts the old one back.
+///
+/// Capabilities follow the switch (B8): the bound activations of the Preset being left get
+/// lifecycle deactivations, written with the same command after the Preset's own entries; a
+/// surviving capability whose tool patch the target's policy rejects refuses the switch (409)
+/// before anything is sent.
 pub async fn command_switching_stack(
     state: &ServerState,
     kind: &str,
-    body: Map<String, Value>,
+    mut body: Map<String, Value>,
     key: Option<String>,
 ) -> ApiResult<Value> {
+    let _serial = state.capability_lock.lock().await;
+    let (inputs, plan, mirror) = capability_state::switch_plan(state, key.as_deref())?;
+    let entries = capability_state::plan_entries(&plan);
+    if let Some(Value::Array(list)) = body.get_mut("entries") {
+        list.extend(entries);
+    } else {
+        body.insert("entries".into(), Value::Array(entries));
+    }
+    if key.is_none() && body.contains_key("tools") {
+        body.insert("tools".into(), json!(plan.effective_tools));
+    }
+    body.extend(mirror.into_iter().filter(|(k, _)| k != "tools"));
     let previous = state.live.with_live(|h| h.replace_active_stack(key))?;
     let outcome = match state.live.command(kind, body).await {
         Ok(result) => command_ok(&result).map(|()| result),
         Err(e) => Err(e.into()),
     };
-    if outcome.is_err() {
-        let _ = state.live.with_live(|h| h.set_active_stack(previous));
+    match &outcome {
+        Ok(_) => capability_state::record_plan(state, &inputs, &plan),
+        Err(_) => {
+            let _ = state.live.with_live(|h| h.set_active_stack(previous));
+        }
     }
     outcome
 }

@@ -10,6 +10,7 @@
 
 pub mod assets;
 mod capabilities;
+pub mod capability_state;
 mod config;
 mod encoding;
 pub mod error;
@@ -66,6 +67,8 @@ pub struct ServerState {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// The stack list and the page, serialized once per snapshot and active Preset.
     pub views: viewcache::ViewCache,
+    /// Serializes capability mutations of the live session (one commit at a time).
+    pub capability_lock: tokio::sync::Mutex<()>,
 }
 
 impl ServerState {
@@ -96,6 +99,7 @@ impl ServerState {
             previews: Arc::new(preview_gate::PreviewGate::new()),
             shutdown,
             views: viewcache::ViewCache::default(),
+            capability_lock: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -152,6 +156,7 @@ pub fn router(state: AppState) -> Router {
         .merge(stacks::routes())
         .merge(profiles::routes())
         .merge(capabilities::routes())
+        .merge(capability_state::routes())
         .merge(config::routes())
         .route("/assets/{*path}", get(assets::asset))
         .fallback(not_found)
