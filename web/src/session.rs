@@ -207,7 +207,10 @@ pub fn SessionSurface() -> impl IntoView {
     let app = app();
     let p = Panel::new();
     provide_context(p);
-    fetch_state(app, p);
+    // The stream sends the view right after `ready`; ask only when it has not yet.
+    if !app.cap_state_known.get_untracked() {
+        fetch_state(app, p);
+    }
     // The catalog is loaded once the session is known (and trusted); later stream updates
     // never reload it.
     Effect::new(move |_| {
