@@ -12,6 +12,7 @@ import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getPackageDir, VERSION } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
 import type {
 	BuildSystemPromptOptions,
 	ExtensionAPI,
@@ -116,6 +117,10 @@ export default function piForge(pi: ExtensionAPI) {
 	let idleWaiters: Array<() => void> = [];
 	let stackIds: string[] = [];
 	let profileIds: string[] = [];
+	// Capabilities, mirrored from the server: whether requests need the projected text, and the
+	// tools the guard blocks with the reason the model is told.
+	let capabilityText = false;
+	let blockedTools: Record<string, string> = {};
 	// Payload capture: a bounded queue drained in order, so usage follows its request.
 	let captureOn = true;
 	let requestSeq = 0;
@@ -170,7 +175,16 @@ export default function piForge(pi: ExtensionAPI) {
 						})),
 					}
 				: null,
-			model: model ? { provider: model.provider, id: model.id, api: model.api, name: model.name, reasoning: model.reasoning } : null,
+			model: model
+				? {
+						provider: model.provider,
+						id: model.id,
+						api: model.api,
+						name: model.name,
+						reasoning: model.reasoning,
+						midConvoSystem: (model.compat as { supportsMidConvoSystemMessages?: boolean } | undefined)?.supportsMidConvoSystemMessages === true,
+					}
+				: null,
 			thinkingLevel: pi.getThinkingLevel(),
 			models: ctx.modelRegistry.getAvailable().map((m) => ({ provider: m.provider, id: m.id, api: m.api, name: m.name, reasoning: m.reasoning })),
 			piDocsRoot: getPackageDir(),
@@ -203,6 +217,20 @@ export default function piForge(pi: ExtensionAPI) {
 		}
 	}
 
+	/** Takes the server's capability mirror (`capabilities`, `blockedTools`, `tools`) from an answer or command. */
+	function mirrorCapabilities(o: Obj) {
+		if (typeof o.capabilities === "boolean") capabilityText = o.capabilities;
+		const blocked = o.blockedTools;
+		if (blocked && typeof blocked === "object" && !Array.isArray(blocked)) {
+			blockedTools = {};
+			for (const [name, reason] of Object.entries(blocked)) blockedTools[name] = String(reason);
+		}
+	}
+
+	function setTools(tools: Json | undefined) {
+		if (Array.isArray(tools)) pi.setActiveTools(tools.filter((t): t is string => typeof t === "string"));
+	}
+
 	function waitIdle(ctx: ExtensionContext): Promise<void> {
 		if (ctx.isIdle()) return Promise.resolve();
 		return new Promise((resolve) => idleWaiters.push(resolve));
@@ -212,6 +240,7 @@ export default function piForge(pi: ExtensionAPI) {
 		switch (command.kind) {
 			case "setStack": {
 				applyEntries(command.entries);
+				mirrorCapabilities(command);
 				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
 				if (!activeStackId) allowedTools = null;
 				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
@@ -231,6 +260,7 @@ export default function piForge(pi: ExtensionAPI) {
 				pi.setThinkingLevel(command.thinkingLevel as Parameters<typeof pi.setThinkingLevel>[0]);
 				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
 				applyEntries(command.entries);
+				mirrorCapabilities(command);
 				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
 				if (!activeStackId) allowedTools = null;
 				status(ctx);
@@ -244,6 +274,13 @@ export default function piForge(pi: ExtensionAPI) {
 			case "appendEntries":
 				applyEntries(command.entries);
 				return { ok: true };
+			case "capabilities":
+				// Entries first (tools entry, then events), then the tools: the B8 commit order.
+				applyEntries(command.entries);
+				setTools(command.tools);
+				if (allowedTools && Array.isArray(command.tools)) allowedTools = pi.getActiveTools();
+				mirrorCapabilities(command);
+				return { ok: true, activeTools: pi.getActiveTools() };
 			case "notify":
 				if (ctx.hasUI) ctx.ui.notify(String(command.message), command.level === "error" ? "error" : "info");
 				return { ok: true };
@@ -321,6 +358,8 @@ export default function piForge(pi: ExtensionAPI) {
 		});
 		const c: Conn = { ...probe, hostId: String(welcome.hostId) };
 		applyEntries(welcome.entries);
+		mirrorCapabilities(welcome);
+		setTools(welcome.tools);
 		activeStackId = typeof welcome.activeStackId === "string" ? welcome.activeStackId : null;
 		if (welcome.versionMismatch === true && ctx.hasUI) {
 			ctx.ui.notify(
@@ -390,10 +429,15 @@ export default function piForge(pi: ExtensionAPI) {
 	pi.on("session_compact", refresh);
 	pi.on("turn_start", refresh);
 
-	pi.on("agent_settled", () => {
+	pi.on("agent_settled", async () => {
 		const waiters = idleWaiters;
 		idleWaiters = [];
 		for (const resolve of waiters) resolve();
+		// Idle: the server may ask for a delivery anchor (a cursor entry, never a message).
+		const c = conn;
+		if (!c) return;
+		const answer = await call(c, "POST", `/api/host/${c.hostId}/settled`, { sessionId: c.sessionId }, TURN_TIMEOUT_MS).catch(() => ({}) as Obj);
+		applyEntries(answer.entries);
 	});
 
 	// ---- the per-turn prompt path ----
@@ -427,10 +471,12 @@ export default function piForge(pi: ExtensionAPI) {
 			if (activeStackId) fail(ctx, `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`);
 			return;
 		}
+		mirrorCapabilities(answer);
 		if (answer.active !== true) {
 			activeStackId = null;
 			allowedTools = null;
 			finalizeRules = 0;
+			setTools(answer.activeTools);
 			return;
 		}
 		activeStackId = typeof answer.stackId === "string" ? answer.stackId : activeStackId;
@@ -458,6 +504,24 @@ export default function piForge(pi: ExtensionAPI) {
 		}
 	});
 
+	// Capability text reaches the model in every request while a capability with text is active:
+	// the server says what to insert where (request-only, never written to the transcript).
+	pi.on("context_with_system", async (event, ctx) => {
+		const c = conn;
+		if (!capabilityText) return;
+		if (!c) return fail(ctx, "pi-forge: capabilities are active but the pi-forge server is not reachable, so nothing was sent. Run /forge ui to reconnect.");
+		try {
+			const roles = event.messages.map((m) => String((m as { role?: unknown }).role ?? ""));
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/system-context`, { sessionId: c.sessionId, roles }, TURN_TIMEOUT_MS);
+			if (typeof answer.index !== "number" || !answer.message) return;
+			const messages = [...event.messages];
+			messages.splice(answer.index, 0, answer.message as unknown as (typeof messages)[number]);
+			return { messages };
+		} catch (e) {
+			fail(ctx, `pi-forge: the server did not deliver the active capabilities (${errorText(e)}), so nothing was sent.`);
+		}
+	});
+
 	pi.on("message_end", async (event) => {
 		captureUsage(event.message);
 		const c = conn;
@@ -471,6 +535,8 @@ export default function piForge(pi: ExtensionAPI) {
 	});
 
 	pi.on("tool_call", (event) => {
+		const blocked = blockedTools[event.toolName];
+		if (blocked) return { block: true, reason: blocked };
 		if (allowedTools && !allowedTools.includes(event.toolName)) {
 			return { block: true, reason: `pi-forge: the active Preset ${activeStackId ?? ""} does not allow the tool ${event.toolName}.` };
 		}
@@ -695,5 +761,77 @@ export default function piForge(pi: ExtensionAPI) {
 			return pool.filter((s) => s.startsWith(partial)).map((s) => ({ value: `${sub} ${s}`, label: s }));
 		},
 		handler: forge,
+	});
+
+	// ---- /capability and forge_capability ----
+
+	const CAPABILITY_SUBCOMMANDS = ["add", "enable", "enable-bound", "disable", "reset", "bindings", "status"];
+
+	pi.registerCommand("capability", {
+		description: "pi-forge capabilities: add <text> | enable <capability> | enable-bound <binding> | disable <id> | reset | bindings | status",
+		getArgumentCompletions: async (prefix: string) => {
+			const words = prefix.split(/\s+/);
+			if (words.length <= 1) {
+				return CAPABILITY_SUBCOMMANDS.filter((s) => s.startsWith(words[0] ?? "")).map((s) => ({ value: s, label: s }));
+			}
+			const c = conn;
+			if (!c) return null;
+			const [sub, partial = ""] = words;
+			let pool: string[] = [];
+			if (sub === "enable") {
+				const list = await call(c, "GET", "/api/capabilities").catch(() => ({}) as Obj);
+				pool = Array.isArray(list.capabilities) ? list.capabilities.map((e) => String((e as Obj).selector ?? "")) : [];
+			} else if (sub === "enable-bound" || sub === "disable") {
+				const list = await call(c, "GET", sub === "disable" ? "/api/capability-state" : "/api/capability-state/available").catch(() => ({}) as Obj);
+				if (sub === "disable") {
+					const active = (list.state as Obj | undefined)?.active;
+					pool = Array.isArray(active) ? active.map((a) => String((a as Obj).activationId ?? "")) : [];
+				} else {
+					pool = Array.isArray(list.choices) ? list.choices.filter((x) => (x as Obj).kind === "binding").map((x) => String((x as Obj).id)) : [];
+				}
+			}
+			return pool.filter((s) => s && s.startsWith(partial)).map((s) => ({ value: `${sub} ${s}`, label: s }));
+		},
+		handler: async (args: string, ctx: ExtensionCommandContext) => {
+			ctxNow = ctx;
+			const text = args.trim();
+			const cut = text.search(/\s/);
+			const command = cut < 0 ? text : text.slice(0, cut);
+			const arg = cut < 0 ? "" : text.slice(cut + 1);
+			const say = (message: string, level: "info" | "warning" | "error") => {
+				if (ctx.hasUI) ctx.ui.notify(message, level);
+				else console.error(message);
+			};
+			try {
+				const c = await connect(ctx);
+				const answer = await call(c, "POST", `/api/host/${c.hostId}/capability`, { sessionId: c.sessionId, command: command || "status", arg }, 35000);
+				say(`pi-forge: ${String(answer.message ?? "")}`, answer.ok === true ? "info" : "warning");
+			} catch (e) {
+				say(`pi-forge: ${errorText(e)}`, "error");
+			}
+		},
+	});
+
+	pi.registerTool({
+		name: "forge_capability",
+		label: "pi-forge capability",
+		description:
+			"List, inspect, enable or disable the capabilities the active pi-forge Preset lets you use. action: list | status | enable | disable; id: a binding id from list (enable) or an activation id or binding id (disable). Capability text applies from your next request.",
+		parameters: Type.Object(
+			{
+				action: Type.Union([Type.Literal("list"), Type.Literal("status"), Type.Literal("enable"), Type.Literal("disable")]),
+				id: Type.Optional(Type.String({ maxLength: 128 })),
+			},
+			{ additionalProperties: false },
+		),
+		// Offered to the model only while the active Preset has a model-callable binding (the
+		// server adds it to the active tools then).
+		defaultActive: false,
+		async execute(_toolCallId, params) {
+			const c = conn;
+			if (!c) return { content: [{ type: "text", text: "pi-forge is not connected; capabilities cannot change now." }], details: {}, isError: true };
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/capability-tool`, { sessionId: c.sessionId, args: params as unknown as Json }, 35000);
+			return { content: [{ type: "text", text: String(answer.text ?? "") }], details: {}, isError: answer.ok !== true };
+		},
 	});
 }

@@ -403,3 +403,123 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Delivery: the request-time projection and the branch record
+
+mod delivery_projection {
+    use super::*;
+    use forge_core::capability::delivery::{
+        insertion_index, project, projection_text, BranchRecord, USER_ATTRIBUTION,
+    };
+    use forge_core::capability::view::TextPresentation;
+    use forge_core::session::SessionEntry;
+
+    fn tool_only(activation: &str) -> Value {
+        CapabilitySnapshot {
+            activation_id: activation.to_string(),
+            source: SnapshotSource::Manual,
+            name: None,
+            content: String::new(),
+            tools: ToolPatch {
+                add: vec!["grep".to_string()],
+                remove: Vec::new(),
+            },
+        }
+        .to_value()
+    }
+
+    #[test]
+    fn the_projection_goes_before_the_newest_user_message_and_never_first() {
+        assert_eq!(insertion_index(&["system", "user"]), 1);
+        assert_eq!(
+            insertion_index(&["system", "user", "assistant", "user", "assistant", "tool"]),
+            3
+        );
+        assert_eq!(insertion_index(&["system", "assistant"]), 2);
+        assert_eq!(insertion_index(&["user"]), 1);
+        assert_eq!(insertion_index(&[]), 0);
+    }
+
+    #[test]
+    fn text_in_activation_order_with_escaped_attributes_and_no_tool_only_blocks() {
+        let named = CapabilitySnapshot {
+            activation_id: "a2".to_string(),
+            source: bound("rev"),
+            name: Some("R&D \"review\"".to_string()),
+            content: "Line <one>\nLine two".to_string(),
+            tools: ToolPatch::default(),
+        }
+        .to_value();
+        let events = vec![
+            activate("e1", "user", manual("a1")),
+            activate("e2", "user", named),
+            activate("e3", "user", tool_only("a3")),
+        ];
+        let state = reduce(&events).unwrap();
+        let native = projection_text(&state, TextPresentation::Native).unwrap();
+        assert_eq!(
+            native,
+            "<pi-forge-capabilities>\n<capability source=\"manual\" activation=\"a1\">\nReview carefully.\n</capability>\n\n<capability source=\"project:review\" name=\"R&amp;D &quot;review&quot;\" activation=\"a2\">\nLine <one>\nLine two\n</capability>\n</pi-forge-capabilities>"
+        );
+        let user = projection_text(&state, TextPresentation::User).unwrap();
+        assert_eq!(user, format!("{USER_ATTRIBUTION}\n{native}"));
+
+        let (index, message) =
+            project(&state, TextPresentation::Native, &["system", "user"], 5.0).unwrap();
+        assert_eq!(index, 1);
+        assert_eq!(
+            message,
+            json!({"role": "system", "content": native, "timestamp": 5.0})
+        );
+        let (_, message) =
+            project(&state, TextPresentation::User, &["system", "user"], 5.0).unwrap();
+        assert_eq!(
+            message,
+            json!({"role": "user", "content": [{"type": "text", "text": user}], "timestamp": 5.0})
+        );
+        // Only tool patches, or nothing active: nothing to project.
+        let tools_only = reduce(&[activate("e9", "user", tool_only("a9"))]).unwrap();
+        assert_eq!(projection_text(&tools_only, TextPresentation::User), None);
+        let cleared = reduce(&[events.clone(), vec![reset("e4")]].concat()).unwrap();
+        assert_eq!(
+            project(&cleared, TextPresentation::Native, &["system"], 0.0),
+            None
+        );
+    }
+
+    #[test]
+    fn the_branch_record_keeps_events_in_order_and_the_newest_readable_entries() {
+        let entry = |custom_type: &str, data: Value| SessionEntry {
+            custom_type: custom_type.to_string(),
+            data,
+        };
+        let entries = vec![
+            entry("pi-forge-capability-event", json!({"eventId": "e1"})),
+            entry(
+                "pi-forge-capability-tools",
+                json!({"baseline": ["read"], "lastApplied": ["read", "grep"]}),
+            ),
+            entry("pi-forge-prompt-stack-state", json!({"activeStackId": "x"})),
+            entry(
+                "pi-forge-capability-delivery",
+                json!({"schemaVersion": 1, "throughEventId": "e1"}),
+            ),
+            entry("pi-forge-capability-event", json!("broken")),
+            entry("pi-forge-capability-tools", json!({"baseline": 3})),
+            entry("pi-forge-capability-delivery", json!({"schemaVersion": 2})),
+        ];
+        let record = BranchRecord::from_entries(&entries);
+        assert_eq!(
+            record.events,
+            vec![json!({"eventId": "e1"}), json!("broken")]
+        );
+        let tools = record.tools.unwrap();
+        assert_eq!(tools.baseline, vec!["read".to_string()]);
+        assert_eq!(
+            tools.last_applied,
+            vec!["read".to_string(), "grep".to_string()]
+        );
+        assert_eq!(record.anchor.unwrap().through_event_id, "e1");
+    }
+}

@@ -138,10 +138,13 @@ fn unknown_hosts_stale_sessions_and_oversized_bodies_are_refused() {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(body["code"], "body_too_large");
 
-    // A valid turn without a Preset adds nothing.
+    // A valid turn without a Preset adds nothing (no capability text, no blocked tools).
     let (status, body) = h.post(&format!("/api/host/{id}/turn"), &turn.to_string());
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({"active": false}));
+    assert_eq!(
+        body,
+        json!({"active": false, "capabilities": false, "blockedTools": {}})
+    );
 
     // The host never opened its command stream: after the grace period it is gone.
     std::thread::sleep(Duration::from_millis(5_500));

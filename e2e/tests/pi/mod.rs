@@ -53,6 +53,9 @@ pub struct FakeModel {
     pub port: u16,
     pub requests: Arc<Mutex<Vec<Value>>>,
     pub headers: Arc<Mutex<Vec<Vec<String>>>>,
+    /// Tool calls to answer with, one per request, before the plain text answer:
+    /// `{"name": …, "arguments": {…}}`.
+    pub script: Arc<Mutex<std::collections::VecDeque<Value>>>,
 }
 
 impl FakeModel {
@@ -61,20 +64,32 @@ impl FakeModel {
         let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let headers = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(std::collections::VecDeque::new()));
         let log = Arc::clone(&requests);
         let header_log = Arc::clone(&headers);
+        let queue = Arc::clone(&script);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let log = Arc::clone(&log);
                 let header_log = Arc::clone(&header_log);
-                std::thread::spawn(move || serve(stream, &log, &header_log));
+                let queue = Arc::clone(&queue);
+                std::thread::spawn(move || serve(stream, &log, &header_log, &queue));
             }
         });
         FakeModel {
             port,
             requests,
             headers,
+            script,
         }
+    }
+
+    /// The next request is answered with a call of tool `name` with `arguments`.
+    pub fn call_tool(&self, name: &str, arguments: Value) {
+        self.script
+            .lock()
+            .unwrap()
+            .push_back(json!({"name": name, "arguments": arguments}));
     }
 
     pub fn bodies(&self) -> Vec<Value> {
@@ -82,7 +97,12 @@ impl FakeModel {
     }
 }
 
-fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>, header_log: &Mutex<Vec<Vec<String>>>) {
+fn serve(
+    mut stream: TcpStream,
+    log: &Mutex<Vec<Value>>,
+    header_log: &Mutex<Vec<Vec<String>>>,
+    script: &Mutex<std::collections::VecDeque<Value>>,
+) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -134,10 +154,19 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Value>>, header_log: &Mutex<Vec<
                "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
     };
     let mut out = String::new();
+    let scripted = script.lock().unwrap().pop_front();
+    let (answer, finish) = match scripted {
+        Some(call) => (
+            json!({"tool_calls": [{"index": 0, "id": format!("call_{nth}"), "type": "function",
+                   "function": {"name": call["name"], "arguments": call["arguments"].to_string()}}]}),
+            json!("tool_calls"),
+        ),
+        None => (json!({"content":"ok from fake"}), json!("stop")),
+    };
     for event in [
         chunk(json!({"role":"assistant","content":""}), Value::Null),
-        chunk(json!({"content":"ok from fake"}), Value::Null),
-        chunk(json!({}), json!("stop")),
+        chunk(answer, Value::Null),
+        chunk(json!({}), finish),
         json!({"id":"c1","object":"chat.completion.chunk","created":0,"model":model,"choices":[],
                "usage":usage}),
     ] {
@@ -163,6 +192,11 @@ impl Workspace {
     /// Writes `files` (relative to the project) and a models.json for the fake model, then
     /// installs the extension with `pi-forge pi install`.
     pub fn new(files: &[(&str, &str)]) -> Workspace {
+        Workspace::with_models(files, &[])
+    }
+
+    /// [`Workspace::new`] with more models for the fake provider (`models.json` entries).
+    pub fn with_models(files: &[(&str, &str)], extra_models: &[Value]) -> Workspace {
         let root = tempfile::tempdir().expect("temp dir");
         let model = FakeModel::start();
         let bin = pi_forge_binary().to_path_buf();
@@ -186,11 +220,15 @@ impl Workspace {
             json!({"id": id, "name": id, "reasoning": reasoning, "input": ["text"], "contextWindow": 100000,
                    "maxTokens": 1000, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}})
         };
+        let models: Vec<Value> = [model_entry("fake-1", false), model_entry("fake-2", true)]
+            .into_iter()
+            .chain(extra_models.iter().cloned())
+            .collect();
         let models = json!({"providers": {"fake": {
             "baseUrl": format!("http://127.0.0.1:{}/v1", ws.model.port),
             "api": "openai-completions",
             "apiKey": FAKE_API_KEY,
-            "models": [model_entry("fake-1", false), model_entry("fake-2", true)],
+            "models": models,
         }}});
         std::fs::write(ws.agent().join("models.json"), models.to_string()).unwrap();
         let out = ws.forge(&["pi", "install"]);

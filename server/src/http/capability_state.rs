@@ -78,6 +78,31 @@ pub struct Inputs {
     last_tool_change: Option<ToolChange>,
 }
 
+/// The Preset as the operations see it; bindings that do not resolve leave it without bindings
+/// (its tool policy still applies) and say why.
+fn resolve_preset(
+    snapshot: &WorkspaceSnapshot,
+    entry: &forge_core::workspace::StackEntry,
+) -> (ActivePreset, Option<String>) {
+    match ActivePreset::resolve(snapshot, entry) {
+        Ok(p) => (p, None),
+        Err(e) => (
+            ActivePreset {
+                key: entry.key.clone(),
+                policy: entry.parsed.stack.tools.clone(),
+                bindings: Vec::new(),
+            },
+            Some(
+                OpError::Bindings {
+                    preset: entry.key.to_string(),
+                    error: e,
+                }
+                .to_string(),
+            ),
+        ),
+    }
+}
+
 /// Reads the inputs from the host and the workspace.
 pub fn inputs(h: &HostView<'_>, snapshot: &WorkspaceSnapshot, server_trusted: bool) -> Inputs {
     let caps = h.caps();
@@ -86,23 +111,9 @@ pub fn inputs(h: &HostView<'_>, snapshot: &WorkspaceSnapshot, server_trusted: bo
     let mut preset_problem = None;
     if let Some(entry) = h.active_stack().and_then(|k| stack_entry(snapshot, k)) {
         preset_stack = Some((entry.key.clone(), entry.parsed.stack.clone()));
-        preset = Some(match ActivePreset::resolve(snapshot, entry) {
-            Ok(p) => p,
-            Err(e) => {
-                preset_problem = Some(
-                    OpError::Bindings {
-                        preset: entry.key.to_string(),
-                        error: e,
-                    }
-                    .to_string(),
-                );
-                ActivePreset {
-                    key: entry.key.clone(),
-                    policy: entry.parsed.stack.tools.clone(),
-                    bindings: Vec::new(),
-                }
-            }
-        });
+        let (resolved, problem) = resolve_preset(snapshot, entry);
+        preset = Some(resolved);
+        preset_problem = problem;
     }
     let facts = h.facts();
     Inputs {
@@ -395,18 +406,9 @@ pub fn switch_plan(
 ) -> ApiResult<(Inputs, Plan, Map<String, Value>)> {
     let inputs = live_inputs(state)?;
     let snapshot = state.ws.snapshot();
-    let target = match key.and_then(|k| stack_entry(&snapshot, k)) {
-        Some(entry) => {
-            Some(
-                ActivePreset::resolve(&snapshot, entry).unwrap_or_else(|_| ActivePreset {
-                    key: entry.key.clone(),
-                    policy: entry.parsed.stack.tools.clone(),
-                    bindings: Vec::new(),
-                }),
-            )
-        }
-        None => None,
-    };
+    let target = key
+        .and_then(|k| stack_entry(&snapshot, k))
+        .map(|entry| resolve_preset(&snapshot, entry).0);
     let mut ids = live::new_uuid;
     let mut stamp = Stamp {
         created_at: now_ms(),
@@ -449,6 +451,39 @@ pub fn turn_inputs(
 ) -> (Vec<ToolPatch>, Map<String, Value>) {
     let inputs = inputs(h, snapshot, trusted);
     (inputs.patches(), inputs.mirror(true))
+}
+
+/// B10: saving the live session's **active** Preset must keep every active capability's tool
+/// patch valid under the saved version's policy; checked before anything is written (409).
+/// Snapshots are never replaced; the next turn re-syncs tools under the new policy. Without a
+/// live session, or for another Preset, there is nothing to check.
+pub fn check_active_save(
+    state: &ServerState,
+    selector: &forge_core::id::Selector,
+    draft: &Value,
+) -> ApiResult<()> {
+    let snapshot = state.ws.snapshot();
+    let Some(entry) = snapshot.resolve_stack(selector).found() else {
+        return Ok(());
+    };
+    let Ok(inputs) = live_inputs(state) else {
+        return Ok(());
+    };
+    if inputs.preset.as_ref().map(|p| &p.key) != Some(&entry.key) {
+        return Ok(());
+    }
+    let stack = draft.get("stack").unwrap_or(draft).clone();
+    let parsed = forge_core::stack::parse_stack_value(
+        stack,
+        &forge_core::stack::ParseOptions::new(&format!("{}.json", entry.key.id)),
+    );
+    let saved = ActivePreset {
+        key: entry.key.clone(),
+        policy: parsed.stack.tools,
+        bindings: Vec::new(),
+    };
+    ops::check_active_preset_save(&inputs.session(), &saved)
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "capability_conflict", e.to_string()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -751,7 +786,7 @@ async fn host_tool(
     let result = run_and_commit(&state, |inputs, stamp| {
         match run_tool_call(&inputs.session(), &call, stamp) {
             Ok(AgentReply::Changed(plan)) => Ok(plan),
-            Ok(read) => Err(NoCommit::Read(read)),
+            Ok(read) => Err(NoCommit::Read(Box::new(read))),
             Err(e) => Err(NoCommit::Refused(e)),
         }
     })
@@ -761,9 +796,11 @@ async fn host_tool(
         Err(NoCommit::Refused(e)) => {
             return Ok(ok_json(&json!({"ok": false, "text": e.to_string()})))
         }
-        Err(NoCommit::Read(AgentReply::List(choices))) => json::to_compact(&json!(choices)),
-        Err(NoCommit::Read(AgentReply::Status(items))) => json::to_compact(&json!(items)),
-        Err(NoCommit::Read(AgentReply::Changed(_))) => String::new(),
+        Err(NoCommit::Read(read)) => match *read {
+            AgentReply::List(choices) => json::to_compact(&json!(choices)),
+            AgentReply::Status(items) => json::to_compact(&json!(items)),
+            AgentReply::Changed(_) => String::new(),
+        },
     };
     Ok(ok_json(&json!({"ok": true, "text": text})))
 }
@@ -771,7 +808,7 @@ async fn host_tool(
 /// A `forge_capability` call that commits nothing: a refusal, or a read (`list`, `status`).
 enum NoCommit {
     Refused(OpError),
-    Read(AgentReply),
+    Read(Box<AgentReply>),
 }
 
 #[derive(Deserialize)]

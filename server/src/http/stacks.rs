@@ -141,6 +141,7 @@ async fn save(
     body: JsonBody,
 ) -> ApiResult<Response> {
     let selector = selector(&sel)?;
+    super::capability_state::check_active_save(&state, &selector, &body.0)?;
     let (outcome, snapshot) =
         save_resource(&state, Kind::Stack, "stack", selector, &headers, body).await?;
     written_response(&state, StatusCode::OK, &outcome, &snapshot)
