@@ -273,7 +273,7 @@ impl Inputs {
 fn live_inputs(state: &ServerState) -> ApiResult<Inputs> {
     let snapshot = state.ws.snapshot();
     let trusted = state.ws.trusted();
-    Ok(state.live.with_live(|h| inputs(h, &snapshot, trusted))?)
+    Ok(state.live.read_live(|h| inputs(h, &snapshot, trusted))?)
 }
 
 /// The capability view of the live session, `None` without one (the `capability-state` event).
