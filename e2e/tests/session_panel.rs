@@ -540,6 +540,62 @@ async fn the_panel_fits_390_px_and_1280_px_in_both_themes() {
     browser.close().await;
 }
 
+/// An untrusted project: Enable is off with the reason and the picker is not loaded (the server
+/// would answer 403); Deactivate and Reset all still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_project_refuses_enable_but_keeps_deactivate_and_reset() {
+    let ws = workspace();
+    // Activate while trusted, then come back untrusted on the same session.
+    let sessions = ws.root.path().join("sessions").display().to_string();
+    let mut pi = ws.pi(&["--session-dir", &sessions]);
+    pi.connected();
+    enable(&ws, "project:review");
+    enable(&ws, "project:french");
+    // Pi writes the session file with the first message.
+    pi.prompt("first");
+    pi.quit();
+    let mut pi = ws.pi(&["--session-dir", &sessions, "--continue", "-na"]);
+    pi.connected();
+    let (_, now) = ws.api("GET", "/api/capability-state", "");
+    assert_eq!(now["state"]["trusted"], false);
+    let review = activation_of(&now["state"], "project:review");
+
+    let browser = ws.browser().await;
+    open_session(&browser).await;
+    browser.wait_count(".active-card", 2).await;
+    assert_eq!(
+        browser
+            .text(".session-summary .untrusted-badge")
+            .await
+            .as_deref(),
+        Some("untrusted")
+    );
+    assert_eq!(
+        browser.text(".session-problem").await.as_deref(),
+        Some("Active capabilities require a trusted project; trust it, or remove them with /capability disable or /capability reset.")
+    );
+    assert!(!browser.enabled("#capability-enable").await);
+    assert!(!browser.enabled("#capability-picker").await);
+    assert_eq!(
+        browser.text("#capability-enable-reason").await.as_deref(),
+        Some(session_text::UNTRUSTED_ENABLE)
+    );
+
+    browser
+        .click(&format!(
+            ".active-card[data-activation-id='{review}'] .capability-deactivate"
+        ))
+        .await;
+    browser.wait_count(".active-card", 1).await;
+    browser.click("#capability-reset").await;
+    browser.click("#capability-reset-confirm").await;
+    browser.wait_count(".active-card", 0).await;
+    let (_, now) = ws.api("GET", "/api/capability-state", "");
+    assert_eq!(now["state"]["active"], json!([]));
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
 /// Without Pi the panel says how to get a live session (the stream's `capability-state` is
 /// `null`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -174,7 +174,7 @@ fn mutate(app: App, p: Panel, path: &'static str, body: Value, done: String) {
                     p.busy.set(false);
                     p.error.set(None);
                     p.stale.set(false);
-                    load_choices(app, p);
+                    load_choices_if_trusted(app, p);
                 }
             }
             Err(e) => {
@@ -190,6 +190,12 @@ fn refresh(app: App, p: Panel) {
     p.stale.set(false);
     p.notice.set(None);
     fetch_state(app, p);
+    load_choices_if_trusted(app, p);
+}
+
+/// The catalog, unless the project is untrusted (the server would answer 403; the panel says
+/// why instead).
+fn load_choices_if_trusted(app: App, p: Panel) {
     if app
         .cap_state
         .with_untracked(|s| s.as_ref().is_some_and(|s| s.trusted))
