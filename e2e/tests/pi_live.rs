@@ -124,6 +124,8 @@ fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
             "grep",
             "find",
             "ls",
+            // Registered by the pi-forge extension, inactive until a Preset offers it.
+            "forge_capability",
             "codemode",
             "tool_search"
         ]

@@ -532,16 +532,15 @@ impl LiveHub {
         Ok(out)
     }
 
-    /// [`Self::with_live`] for a read: nothing is published, so a reader that reacts to ticks
-    /// (the event stream's capability view) does not wake itself up again.
-    pub fn read_live<T>(&self, f: impl FnOnce(&mut HostView<'_>) -> T) -> Result<T, LiveError> {
+    /// Reads the connected host without changing it (nothing is published, no tick).
+    pub fn read_live<T>(&self, f: impl FnOnce(&HostView<'_>) -> T) -> Result<T, LiveError> {
         let mut inner = self.lock();
         let host = inner
             .host
             .as_mut()
             .filter(|h| h.stream.is_some())
             .ok_or(LiveError::NoLiveSession)?;
-        Ok(f(&mut HostView { host }))
+        Ok(f(&HostView { host }))
     }
 
     /// Sends a command to the live host and waits for its result.

@@ -325,3 +325,62 @@ fn the_capability_host_routes_answer_in_one_line_and_project_nothing_when_idle()
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["code"], "stale_session");
 }
+
+#[test]
+fn the_event_stream_sends_the_capability_state_once_per_change() {
+    use std::io::{BufRead as _, BufReader};
+    let live = Live::new(Some(true));
+    let response = live
+        .client
+        .get(live.server.url("/api/events"))
+        .header("cookie", live.server.cookie())
+        .timeout(Duration::from_secs(60))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut name = String::new();
+        for line in BufReader::new(response).lines() {
+            let Ok(line) = line else { break };
+            if let Some(event) = line.strip_prefix("event: ") {
+                name = event.to_string();
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                let value: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+                if tx.send((std::mem::take(&mut name), value)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let states = |limit: Duration| {
+        let deadline = std::time::Instant::now() + limit;
+        let mut out = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok((name, value)) if name == "capability-state" => out.push(value),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        out
+    };
+    let first = states(Duration::from_secs(2));
+    assert_eq!(first.len(), 1, "{first:#?}");
+    assert_eq!(first[0]["state"], live.state());
+    // A change of the host's facts that changes the view (another leaf) sends one new state;
+    // reads of the view never trigger another.
+    let facts = json!({"sessionId": "s1", "facts": {"tools": [{"name": "read"}, {"name": "grep"}], "activeTools": ["read"], "leafId": "leaf-2"}});
+    let (status, _) = live.send(
+        "POST",
+        &format!("/api/host/{}/facts", live.host),
+        &facts.to_string(),
+    );
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for _ in 0..5 {
+        live.state();
+    }
+    let next = states(Duration::from_secs(2));
+    assert_eq!(next.len(), 1, "{next:#?}");
+    assert_eq!(next[0]["state"]["guard"]["leafId"], "leaf-2");
+}
