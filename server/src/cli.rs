@@ -182,6 +182,25 @@ Exit status: 0 success, 2 no running editor, an unknown turn or a usage error."
         #[command(subcommand)]
         action: PayloadAction,
     },
+    /// Delegate a read-only task to an agent profile in a clean child Pi, after you approved
+    /// the exact prompt.
+    #[command(
+        after_help = "A profile takes delegated tasks only when .pi/forge/subagents.json (trusted \
+project) or ~/.pi/forge/subagents.json enables it:\n  {\"profiles\": {\"project:reviewer\": \
+{\"enabled\": true, \"timeoutMs\": 120000}}}\n\nThe child is `pi --mode json` with no session, \
+extensions, skills, prompt templates, themes or context files, offline, with the profile's model \
+and thinking level and only the read-only tools its Preset allows (read, grep, find, ls). It runs \
+as your user: read-only describes its tools, not an OS sandbox. The child Pi is $PI_FORGE_PI, else \
+`pi` on PATH.\n\nExamples:\n  pi-forge agent plan reviewer \"Summarize src/\"          print the \
+plan; nothing is sent\n  pi-forge agent plan reviewer \"Summarize src/\" --json\n  pi-forge agent \
+run reviewer \"Summarize src/\" --approve-in-terminal\n  pi-forge agent runs\n  pi-forge agent \
+result run:3f0c…\n\nExit status: 0 success; 1 the plan could not be prepared, was rejected, or the \
+run did not complete (or its answer no longer matches its record); 2 usage error."
+    )]
+    Agent {
+        #[command(subcommand)]
+        action: AgentAction,
+    },
     /// Convert another tool's prompt preset into a prompt stack.
     Import {
         #[command(subcommand)]
@@ -199,6 +218,51 @@ Exit status: 0 success, 2 no running editor, an unknown turn or a usage error."
         /// Print JSON (the default; kept for symmetry).
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentAction {
+    /// Prepare and seal the exact plan and print its review (or the plan as JSON). Nothing is
+    /// sent to any model.
+    Plan {
+        /// The agent profile (`reviewer`, `project:reviewer`, `global:reviewer`).
+        profile: String,
+        /// The task for the subagent.
+        task: String,
+        /// Print the sealed plan as JSON (system prompt, messages, tools, fingerprints).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// Prepare the plan, ask for approval, run it in a child Pi and print the verified answer.
+    Run {
+        profile: String,
+        task: String,
+        /// Review the plan here and answer a (approve), v (view the full prompt) or r (reject).
+        /// Without it nothing runs.
+        #[arg(long)]
+        approve_in_terminal: bool,
+        /// Timeout in seconds (1–3600) over the configured one (default 60).
+        #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: Option<u64>,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// List the delegated runs kept in .pi/forge/runs/.
+    Runs {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// Print a run's answer after checking it against the run's record.
+    Result {
+        /// The run id (`run:<uuid>`).
+        run_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
     },
 }
 

@@ -29,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => fingerprint_value(&file, json),
         Command::Fingerprint { file, json, .. } => fingerprint_file(&file, json),
         Command::Payload { action } => crate::payload_cli::run(action),
+        Command::Agent { action } => crate::agent::run(action),
         Command::Preview {
             target,
             workspace,

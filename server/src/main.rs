@@ -1,6 +1,7 @@
 //! `pi-forge`: the command-line entry point. Each module owns one concern.
 #![forbid(unsafe_code)]
 
+mod agent;
 mod bench;
 mod cli;
 mod commands;

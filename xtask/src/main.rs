@@ -423,8 +423,12 @@ fn check_extension(ctx: &Ctx) -> Result {
     let dir = ctx.root.join("target/pi-extension-check");
     remove_dir_if_exists(&dir)?;
     create_dir(&dir)?;
-    for name in ["index.ts", "package.json"] {
-        let from = ctx.root.join("assets/pi-extension").join(name);
+    for (from, name) in [
+        ("assets/pi-extension/index.ts", "index.ts"),
+        ("assets/pi-extension/package.json", "package.json"),
+        ("assets/pi-child/bridge.ts", "child-bridge.ts"),
+    ] {
+        let from = ctx.root.join(from);
         let bytes = fs::read(&from).map_err(|e| io_failure("read", &from, e))?;
         write_file(&dir.join(name), &bytes)?;
     }
@@ -433,7 +437,7 @@ fn check_extension(ctx: &Ctx) -> Result {
         .map_err(|e| io_failure("link", &dir.join("node_modules"), e))?;
     write_file(
         &dir.join("tsconfig.json"),
-        br#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"ES2023","lib":["ES2023"],"module":"NodeNext","moduleResolution":"NodeNext","skipLibCheck":true,"types":["node"],"noUnusedLocals":true,"noUnusedParameters":true},"files":["index.ts"]}"#,
+        br#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"ES2023","lib":["ES2023"],"module":"NodeNext","moduleResolution":"NodeNext","skipLibCheck":true,"types":["node"],"noUnusedLocals":true,"noUnusedParameters":true},"files":["index.ts","child-bridge.ts"]}"#,
     )?;
     run(Command::new(tools.join(PI_NODE))
         .arg(tools.join("node_modules/typescript/bin/tsc"))
@@ -442,7 +446,7 @@ fn check_extension(ctx: &Ctx) -> Result {
     .map_err(|f| {
         with_hint(
             f,
-            "fix assets/pi-extension/index.ts (the errors name lines of that file's copy in target/pi-extension-check)",
+            "fix assets/pi-extension/index.ts or assets/pi-child/bridge.ts (the errors name lines of their copies, index.ts and child-bridge.ts, in target/pi-extension-check)",
         )
     })
 }

@@ -21,6 +21,8 @@
 pub mod approval;
 pub mod config;
 pub mod context;
+#[cfg(feature = "regex")]
+pub mod host;
 pub mod negotiate;
 pub mod plan;
 pub mod preflight;

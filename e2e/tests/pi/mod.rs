@@ -84,6 +84,14 @@ impl FakeModel {
         }
     }
 
+    /// The next request gets no answer for `seconds`, then the connection closes.
+    pub fn hang(&self, seconds: u64) {
+        self.script
+            .lock()
+            .unwrap()
+            .push_back(json!({"hangSeconds": seconds}));
+    }
+
     /// The next request is answered with a call of tool `name` with `arguments`.
     pub fn call_tool(&self, name: &str, arguments: Value) {
         self.script
@@ -155,6 +163,10 @@ fn serve(
     };
     let mut out = String::new();
     let scripted = script.lock().unwrap().pop_front();
+    if let Some(seconds) = scripted.as_ref().and_then(|s| s["hangSeconds"].as_u64()) {
+        std::thread::sleep(Duration::from_secs(seconds));
+        return;
+    }
     let (answer, finish) = match scripted {
         Some(call) => (
             json!({"tool_calls": [{"index": 0, "id": format!("call_{nth}"), "type": "function",
@@ -255,6 +267,49 @@ impl Workspace {
             .env("PI_FORGE_GLOBAL_DIR", self.root.path().join("global"))
             .env("PI_FORGE_BIN", &self.bin)
             .env_remove("PI_FORGE_UNTRUSTED");
+    }
+
+    /// Runs `pi-forge <args>` with this workspace's environment, `stdin` as its input and Pi
+    /// itself as `PI_FORGE_PI` (for delegated child runs).
+    pub fn forge_input(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        let mut child = self.forge_spawn(args);
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().expect("pi-forge output")
+    }
+
+    /// Starts `pi-forge <args>` with piped standard streams and Pi as `PI_FORGE_PI`.
+    pub fn forge_spawn(&self, args: &[&str]) -> Child {
+        let wrapper = self.root.path().join("pi");
+        if !wrapper.exists() {
+            let tools = pi_tools();
+            let script = format!(
+                "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+                tools.join("node_modules/node/bin/node").display(),
+                tools
+                    .join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
+                    .display()
+            );
+            std::fs::write(&wrapper, script).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args)
+            .current_dir(self.project())
+            .env("PI_FORGE_PI", &wrapper)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.env(&mut cmd);
+        cmd.spawn().expect("run pi-forge")
     }
 
     /// Runs `pi-forge <args>` with this workspace's environment.

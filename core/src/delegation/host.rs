@@ -1,0 +1,434 @@
+//! The host side of one delegated run, end to end and pure: from a profile selector and a task
+//! to a sealed plan (§D1–D7), and from what the child Pi sent and answered to a verified outcome.
+//!
+//! The one backend we ship is `pi-subprocess-readonly`: a clean child `pi --mode json` with only
+//! the read-only candidate tools (read, grep, find, ls), the exact model and thinking level, and
+//! a small child bridge that forces the approved system prompt and messages and records every
+//! provider payload. It runs as the same OS user ("shared-user, not an OS sandbox").
+//!
+//! Ids, the clock and the loaded settings are inputs; the server draws them and owns processes
+//! and files.
+
+use serde_json::{json, Value};
+
+use super::config::{profile_settings, ProfileSettings, SettingsLayers, DEFAULT_BACKEND};
+use super::context::portable_messages;
+use super::negotiate::{negotiate, readonly_catalog};
+use super::plan::{
+    create_plan, prepare_prompt, PlanInput, PrepareInput, RuntimeFidelity, SealedPlan, Stamp,
+};
+use super::request::{decode_request, foreground_request, AgentRequest};
+use super::snapshot::{build_snapshot, scan_dependencies, DependencyScan, StackLookup};
+use super::ContractDiagnostic as D;
+use crate::compile::MacroRegistry;
+use crate::id::{parse_selector, Scope, Selector};
+use crate::runtime::Clock;
+use crate::workspace::{ProfileStackError, Resolved, WorkspaceSnapshot};
+
+/// The ids of one preparation (drawn by the caller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanIds {
+    /// `request:<uuid>`.
+    pub request_id: String,
+    /// `preflight:<uuid>`.
+    pub preflight_id: String,
+    pub stamp: Stamp,
+}
+
+/// Everything [`plan_run`] reads.
+pub struct HostPlanInput<'a> {
+    pub workspace: &'a WorkspaceSnapshot,
+    pub settings: &'a SettingsLayers<'a>,
+    pub trusted: bool,
+    /// The profile selector as the user or the model wrote it (`reviewer`, `global:reviewer`).
+    pub profile: &'a str,
+    pub task: &'a str,
+    /// A per-run timeout (seconds, 1–3,600) over the configured one.
+    pub timeout_override_ms: Option<u64>,
+    pub cwd: &'a str,
+    pub clock: Clock,
+    pub ids: &'a PlanIds,
+    pub parent_session: Option<&'a str>,
+}
+
+/// A sealed plan and what it was made from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostPlan {
+    pub plan: SealedPlan,
+    pub request: AgentRequest,
+    pub settings: ProfileSettings,
+    /// The timeout the run uses (milliseconds).
+    pub timeout_ms: u64,
+}
+
+/// Longest per-run timeout (seconds).
+pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
+
+fn fail(code: &str, path: &str, message: impl Into<String>) -> Vec<D> {
+    vec![D::error(code, path, message)]
+}
+
+/// The accepted preflight of `pi-subprocess-readonly` for a model and thinking level: the
+/// read-only catalog and an honest shared-user access receipt (no isolation claimed).
+pub fn readonly_preflight(
+    preflight_id: &str,
+    provider: &str,
+    model: &str,
+    thinking_level: &str,
+) -> Value {
+    let catalog: Vec<Value> = readonly_catalog()
+        .iter()
+        .map(|t| json!({"id": t.id, "name": t.name(), "effects": t.effects()}))
+        .collect();
+    json!({
+        "status": "accepted",
+        "preflightId": preflight_id,
+        "backend": {"id": DEFAULT_BACKEND, "version": "1"},
+        "model": {"provider": provider, "id": model},
+        "thinkingLevel": thinking_level,
+        "toolCatalog": catalog,
+        "access": {
+            "level": "read-only",
+            "mounts": [{"workspaceHandle": "project", "mountId": "project", "mode": "read-only"}],
+            "workingDirectory": {"mountId": "project", "path": "."},
+            "network": "allow",
+            "process": false,
+            "executionBoundary": "shared-user",
+            "enforcement": {
+                "readOnlyMountIsolation": false,
+                "readWriteMountIsolation": false,
+                "symlinkSafeContainment": false,
+                "processIsolation": false,
+                "agentNetworkIsolation": false
+            }
+        },
+        "limits": {"timeoutMs": {"enforcement": "host-abort"}},
+        "diagnostics": []
+    })
+}
+
+/// §D8 step 5 and §D1–D7: checks trust and the profile's delegation settings, resolves the
+/// profile into its snapshot, compiles its stack for the child (empty base prompt, the
+/// negotiated read-only tools), budgets and seals the plan. Nothing is sent anywhere.
+pub fn plan_run(input: &HostPlanInput) -> Result<HostPlan, Vec<D>> {
+    if !input.trusted {
+        return Err(fail(
+            "host.trust",
+            "project",
+            "Delegation needs a trusted project.",
+        ));
+    }
+    let selector = parse_selector(input.profile)
+        .map_err(|e| fail("host.profile-missing", "profileId", e.to_string()))?;
+    let entry = match input.workspace.resolve_profile(&selector) {
+        Resolved::Found(entry) => entry,
+        Resolved::Ambiguous(_) => {
+            return Err(fail(
+                "host.profile-missing",
+                "profileId",
+                format!(
+                    "Profile {} is ambiguous; name its scope (project: or global:).",
+                    input.profile
+                ),
+            ))
+        }
+        Resolved::NotFound => {
+            let global = matches!(selector, Selector::Bare(_))
+                && matches!(
+                    input
+                        .workspace
+                        .resolve_profile(&Selector::Scoped(selector.key_in(Scope::Global))),
+                    Resolved::Found(_)
+                );
+            let hint = if global {
+                format!(
+                    " Use global:{} for the global profile.",
+                    input.profile.trim()
+                )
+            } else {
+                String::new()
+            };
+            return Err(fail(
+                "host.profile-missing",
+                "profileId",
+                format!("No agent profile {}.{hint}", input.profile.trim()),
+            ));
+        }
+    };
+    let key = entry.key.clone();
+    let settings = profile_settings(input.settings, input.trusted, &key, None);
+    if !settings.enabled {
+        return Err(fail(
+            "host.profile-disabled",
+            "profileId",
+            format!(
+                "Profile {key} is not enabled for delegation: add \"{key}\": {{\"enabled\": true}} under \"profiles\" in .pi/forge/subagents.json."
+            ),
+        ));
+    }
+    if settings.backend != DEFAULT_BACKEND {
+        return Err(fail(
+            "host.backend",
+            "backend",
+            format!(
+                "Backend {} is not available; pi-forge runs {DEFAULT_BACKEND}.",
+                settings.backend
+            ),
+        ));
+    }
+    let timeout_ms = match input.timeout_override_ms {
+        Some(ms) if !(1_000..=MAX_TIMEOUT_SECONDS * 1_000).contains(&ms) => {
+            return Err(fail(
+                "host.timeout",
+                "timeoutMs",
+                format!("The timeout must be 1 to {MAX_TIMEOUT_SECONDS} seconds."),
+            ))
+        }
+        Some(ms) => ms,
+        None => settings.timeout_ms,
+    };
+    let profile = &entry.parsed.profile;
+    let (lookup, stack) = match input.workspace.profile_stack(entry) {
+        Ok(None) => (StackLookup::NoStack, None),
+        Ok(Some(stack)) => (
+            StackLookup::Found {
+                key: stack.key.clone(),
+                stack: &stack.parsed.stack,
+                diagnostics: &stack.diagnostics,
+            },
+            Some(stack),
+        ),
+        Err(ProfileStackError::Ambiguous(_)) => (StackLookup::Ambiguous, None),
+        Err(_) => (StackLookup::Missing, None),
+    };
+    let (scan, mut scan_diags) = match stack {
+        // A standalone host knows no extension registrations: every custom slot or macro the
+        // stack uses is a missing dependency.
+        Some(stack) => scan_dependencies(&stack.parsed.stack, &[]),
+        None => (DependencyScan::default(), Vec::new()),
+    };
+    let (snapshot, mut diags) =
+        build_snapshot(profile, key.scope, &entry.diagnostics, lookup, scan);
+    diags.append(&mut scan_diags);
+    let Some(snapshot) = snapshot.filter(|_| !super::has_errors(&diags)) else {
+        return Err(diags);
+    };
+    let request_value = foreground_request(
+        &input.ids.request_id,
+        &key.to_string(),
+        &snapshot.profile_fingerprint,
+        input.task,
+        timeout_ms,
+        input.parent_session,
+    );
+    let request = decode_request(&request_value)?;
+    let catalog = readonly_catalog();
+    let policy = stack.and_then(|s| s.parsed.stack.tools.as_ref());
+    let negotiation = negotiate(&catalog, policy, &request.access.facts());
+    let macros = MacroRegistry::new();
+    let prepared = prepare_prompt(&PrepareInput {
+        stack: stack.map(|s| &s.parsed.stack),
+        stack_key: stack.map(|s| s.key.to_string()),
+        tool_names: &negotiation.effective_tool_names,
+        model: &profile.model,
+        cwd: input.cwd,
+        clock: input.clock,
+        macros: &macros,
+    })?;
+    let thinking = profile.thinking_level.as_str();
+    let preflight = readonly_preflight(
+        &input.ids.preflight_id,
+        &profile.model.provider,
+        &profile.model.id,
+        thinking,
+    );
+    let plan = create_plan(&PlanInput {
+        request: &request,
+        snapshot: &snapshot,
+        backend_id: DEFAULT_BACKEND,
+        fidelity: RuntimeFidelity::BackendAssisted,
+        preflight: &preflight,
+        preflight_id: &input.ids.preflight_id,
+        model: &profile.model,
+        thinking_level: thinking,
+        catalog: &catalog,
+        stack_policy: policy,
+        system_prompt: &prepared.system_prompt,
+        stack_messages: &prepared.stack_messages,
+        stamp: &input.ids.stamp,
+        host_tools: Some((
+            &negotiation.effective_tool_ids,
+            &negotiation.effective_tool_names,
+        )),
+        context_receipt: None,
+    })?;
+    Ok(HostPlan {
+        plan,
+        request,
+        settings,
+        timeout_ms,
+    })
+}
+
+/// What the child bridge reads: the approved system prompt, the messages as Pi messages (the
+/// provider-bound form, with a timestamp) and the approved tool names.
+pub fn child_input(plan: &SealedPlan, timestamp: f64) -> Value {
+    let messages: Vec<Value> = portable_messages(&plan.messages)
+        .into_iter()
+        .map(|mut m| {
+            if let Some(map) = m.as_object_mut() {
+                map.insert("timestamp".into(), json!(timestamp));
+            }
+            m
+        })
+        .collect();
+    json!({
+        "systemPrompt": plan.system_prompt,
+        "messages": messages,
+        "tools": plan.effective_tool_names,
+    })
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Checks a provider payload the child recorded (OpenAI-compatible `messages` and `tools`)
+/// against the approved plan: the first message is the approved system prompt, the approved
+/// messages follow in order with the same roles and text, and the declared tools are exactly the
+/// approved ones. Later requests of the run (after tool calls) may only append to that prefix.
+pub fn verify_payload(plan: &SealedPlan, payload: &Value) -> Result<(), String> {
+    let Some(messages) = payload.get("messages").and_then(Value::as_array) else {
+        return Err("the recorded request has no messages array (unsupported provider API)".into());
+    };
+    let first = messages
+        .first()
+        .ok_or("the recorded request has no messages")?;
+    if first.get("role").and_then(Value::as_str) != Some("system")
+        || text_of(first.get("content").unwrap_or(&Value::Null)) != plan.system_prompt
+    {
+        return Err("the system prompt sent differs from the approved one".into());
+    }
+    let approved = portable_messages(&plan.messages);
+    if messages.len() < approved.len() + 1 {
+        return Err("the request sent fewer messages than were approved".into());
+    }
+    for (i, (sent, want)) in messages[1..].iter().zip(&approved).enumerate() {
+        let same_role = sent.get("role") == want.get("role");
+        let same_text = text_of(sent.get("content").unwrap_or(&Value::Null))
+            == text_of(want.get("content").unwrap_or(&Value::Null));
+        if !same_role || !same_text {
+            return Err(format!(
+                "message {} sent differs from the approved one",
+                i + 1
+            ));
+        }
+    }
+    let mut declared: Vec<&str> = payload
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| {
+                    t.pointer("/function/name")
+                        .or_else(|| t.get("name"))
+                        .and_then(Value::as_str)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut approved_tools: Vec<&str> = plan
+        .effective_tool_names
+        .iter()
+        .map(String::as_str)
+        .collect();
+    declared.sort_unstable();
+    approved_tools.sort_unstable();
+    if declared != approved_tools {
+        return Err(format!(
+            "the request declared the tools [{}], the plan approved [{}]",
+            declared.join(", "),
+            approved_tools.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// How a child run ended, read from its JSON-mode event stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildOutcome {
+    /// The final assistant message's text.
+    pub answer: String,
+    /// The final assistant message's `stopReason`.
+    pub stop_reason: Option<String>,
+    pub error_message: Option<String>,
+    /// The final assistant message's usage, as Pi reports it.
+    pub usage: Option<Value>,
+    /// The thinking level the child ran with (Pi clamps it to the model).
+    pub thinking_level: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+impl ChildOutcome {
+    /// Success is decided from the final `stopReason` and a committed answer, never from the
+    /// exit status (JSON mode exits 0 when the assistant failed).
+    pub fn succeeded(&self) -> bool {
+        self.stop_reason.as_deref() == Some("stop") && !self.answer.trim().is_empty()
+    }
+}
+
+/// Reads a child's JSON-mode stdout (one event per line): the last assistant `message_end` wins.
+pub fn read_child_events(stdout: &str) -> ChildOutcome {
+    let mut out = ChildOutcome {
+        answer: String::new(),
+        stop_reason: None,
+        error_message: None,
+        usage: None,
+        thinking_level: None,
+        provider: None,
+        model: None,
+    };
+    for line in stdout.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(level) = event.get("thinkingLevel").and_then(Value::as_str) {
+            out.thinking_level = Some(level.to_string());
+        }
+        if event.get("type").and_then(Value::as_str) != Some("message_end") {
+            continue;
+        }
+        let message = &event["message"];
+        if message.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        out.answer = text_of(&message["content"]);
+        out.stop_reason = message
+            .get("stopReason")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.error_message = message
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.usage = message.get("usage").cloned();
+        out.provider = message
+            .get("provider")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.model = message
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    out
+}

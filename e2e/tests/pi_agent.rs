@@ -1,0 +1,304 @@
+//! Delegation from the terminal against a real Pi 1.6.0 child and a fake model that records what
+//! it receives: `pi-forge agent plan|run|runs|result`. The child must send exactly the approved
+//! system prompt and messages with only the approved tools; a rejected plan sends nothing; an
+//! altered answer is refused; a timed-out child leaves no process behind.
+
+mod pi;
+mod support;
+
+use pi::Workspace;
+use serde_json::{json, Value};
+
+const CHILD: &str = r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "child",
+  "mode": "replace",
+  "tools": { "allow": ["read", "grep", "bash"] },
+  "items": [
+    { "id": "sys", "kind": "block", "role": "system", "content": "You are CHILD REVIEWER." },
+    { "id": "note", "kind": "block", "role": "user", "content": "Be brief." }
+  ]
+}
+"#;
+
+const REVIEWER: &str = r#"{
+  "schemaVersion": 1,
+  "type": "pi-forge.agent-profile",
+  "id": "reviewer",
+  "model": { "provider": "fake", "id": "fake-1" },
+  "thinkingLevel": "off",
+  "promptStack": "child"
+}
+"#;
+
+const SETTINGS: &str = r#"{ "profiles": { "project:reviewer": { "enabled": true } } }"#;
+
+fn workspace(settings: &str) -> Workspace {
+    Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", settings),
+    ])
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).to_string()
+}
+
+fn message_texts(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let content = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                _ => String::new(),
+            };
+            (m["role"].as_str().unwrap_or_default().to_string(), content)
+        })
+        .collect()
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    let mut names: Vec<String> = body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_plan_is_printed_and_nothing_is_sent() {
+    let ws = workspace(SETTINGS);
+    let out = ws.forge(&["agent", "plan", "reviewer", "Summarize src/", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["systemPrompt"], "You are CHILD REVIEWER.");
+    assert_eq!(plan["model"], json!({"provider": "fake", "id": "fake-1"}));
+    assert_eq!(plan["effectiveToolIds"], json!(["pi.read", "pi.grep"]));
+    assert_eq!(plan["profile"]["profileId"], "project:reviewer");
+    let roles: Vec<(&str, &str)> = plan["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["source"].as_str().unwrap(),
+                m["content"][0]["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("prompt-stack", "Be brief."),
+            ("delegated-task", "Summarize src/")
+        ]
+    );
+    assert!(plan["executionFingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:v1:"));
+    assert!(ws.model.bodies().is_empty());
+
+    // The review lists what a person approves.
+    let out = ws.forge(&["agent", "plan", "reviewer", "Summarize src/"]);
+    assert!(out.status.success());
+    let review = text(&out.stdout);
+    assert!(
+        review.starts_with("Subagent approval: project:reviewer\n"),
+        "{review}"
+    );
+    assert!(review.contains("\nModel: fake/fake-1\n"), "{review}");
+    assert!(review.ends_with("Nothing was sent. Run it with: pi-forge agent run reviewer …\n"));
+}
+
+#[test]
+fn an_approved_run_sends_exactly_the_plan_and_the_answer_is_verified() {
+    let ws = workspace(SETTINGS);
+    let out = ws.forge_input(
+        &[
+            "agent",
+            "run",
+            "reviewer",
+            "Summarize src/",
+            "--approve-in-terminal",
+        ],
+        "v\na\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ok from fake\n");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--- SYSTEM PROMPT ---"),
+        "the full prompt was shown: {stderr}"
+    );
+
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        message_texts(&bodies[0]),
+        [
+            ("system".to_string(), "You are CHILD REVIEWER.".to_string()),
+            ("user".to_string(), "Be brief.".to_string()),
+            ("user".to_string(), "Summarize src/".to_string()),
+        ]
+    );
+    assert_eq!(tool_names(&bodies[0]), ["grep", "read"]);
+    assert_eq!(bodies[0]["model"], "fake-1");
+
+    let out = ws.forge(&["agent", "runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &runs[0];
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["profileId"], "project:reviewer");
+    assert_eq!(run["approval"]["viewedFullPrompt"], true);
+    assert_eq!(run["approval"]["source"], "human");
+    assert_eq!(run["usage"]["input"], 10);
+    assert_eq!(run["payloadSha256"].as_array().unwrap().len(), 1);
+    let run_id = run["runId"].as_str().unwrap().to_string();
+
+    let out = ws.forge(&["agent", "result", &run_id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ok from fake\n");
+
+    // An answer changed on disk is refused.
+    let folder = ws
+        .project()
+        .join(".pi/forge/runs")
+        .join(run_id.replace(':', "-"));
+    assert!(
+        !folder.join("child-input.json").exists(),
+        "the child input is deleted"
+    );
+    std::fs::write(folder.join("answer.txt"), "ok from fakf").unwrap();
+    let out = ws.forge(&["agent", "result", &run_id]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("pi-forge: answer_hash_mismatch: answer.txt of run "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rejected_plan_or_a_disabled_profile_sends_nothing() {
+    let ws = workspace(SETTINGS);
+    let out = ws.forge_input(
+        &[
+            "agent",
+            "run",
+            "reviewer",
+            "Summarize src/",
+            "--approve-in-terminal",
+        ],
+        "r\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).ends_with("pi-forge: rejected before anything was sent; nothing ran.\n")
+    );
+    let out = ws.forge(&["agent", "run", "reviewer", "Summarize src/"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("a person must approve the exact prompt first"));
+    assert!(ws.model.bodies().is_empty());
+
+    let off = workspace(r#"{ "profiles": {} }"#);
+    let out = off.forge(&["agent", "plan", "reviewer", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "pi-forge: error host.profile-disabled (profileId): Profile project:reviewer is not enabled for delegation: add \"project:reviewer\": {\"enabled\": true} under \"profiles\" in .pi/forge/subagents.json.\n"
+    );
+}
+
+#[test]
+fn a_timed_out_run_is_reported_and_leaves_no_process() {
+    let ws = workspace(SETTINGS);
+    ws.model.hang(20);
+    let started = std::time::Instant::now();
+    let out = ws.forge_input(
+        &[
+            "agent",
+            "run",
+            "reviewer",
+            "Summarize src/",
+            "--approve-in-terminal",
+            "--timeout",
+            "3",
+        ],
+        "a\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert!(
+        text(&out.stderr)
+            .contains("pi-forge: The run took longer than 3 s; its process group was killed."),
+        "{}",
+        text(&out.stderr)
+    );
+    let runs: Value =
+        serde_json::from_slice(&ws.forge(&["agent", "runs", "--json"]).stdout).unwrap();
+    assert_eq!(runs[0]["status"], "timed-out");
+    // No process of the child is left: none has the run's folder on its command line.
+    let folder = ws.project().join(".pi/forge/runs").display().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&folder))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn a_stack_changed_on_disk_after_the_review_makes_the_approval_stale() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let ws = workspace(SETTINGS);
+    let mut child = ws.forge_spawn(&[
+        "agent",
+        "run",
+        "reviewer",
+        "Summarize src/",
+        "--approve-in-terminal",
+    ]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Wait for the question (it has no newline: read byte-wise until it appears).
+    let mut seen = String::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with("reject [r]: ") {
+        assert_eq!(
+            stderr.read(&mut byte).unwrap(),
+            1,
+            "pi-forge ended early: {seen}"
+        );
+        seen.push(byte[0] as char);
+    }
+    let path = ws.project().join(".pi/forge/prompt-stacks/child.json");
+    std::fs::write(&path, CHILD.replace("CHILD REVIEWER", "CHANGED REVIEWER")).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"a\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    for line in stderr.lines() {
+        rest.push_str(&line.unwrap());
+        rest.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        rest.contains("pi-forge: stale_approval: The approved execution fingerprint sha256:v1:"),
+        "{rest}"
+    );
+    assert!(rest.ends_with("prepare it again.\n"), "{rest}");
+    assert!(ws.model.bodies().is_empty());
+}

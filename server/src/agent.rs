@@ -1,0 +1,608 @@
+//! `pi-forge agent plan|run|runs|result`: delegation from the terminal.
+//!
+//! `plan` prepares and seals the exact plan (forge-core `delegation::host::plan_run`) and prints
+//! it; nothing is sent. `run` prepares, shows the approval review, and only after a person
+//! approved it in this terminal starts a clean child Pi (`--mode json`, no session, no
+//! extensions, skills, prompt templates, themes or context files, offline, the exact model and
+//! thinking level, only the approved tools) with the child bridge (`assets/pi-child/bridge.ts`).
+//! The child's process group is killed on timeout. Success comes from the final `stopReason` and
+//! a committed answer; every provider request the child recorded is checked against the plan.
+//!
+//! Each run is kept in `<project>/.pi/forge/runs/<run id>/`: `plan.json`, `result.json` and
+//! `answer.txt`; `result` prints an answer only when its SHA-256 matches `result.json`.
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use forge_core::canonical::sha256_hex;
+use forge_core::delegation::approval::{approval_full_view, approval_summary, check_approval};
+use forge_core::delegation::config::{parse_subagents_bytes, SettingsLayers, SubagentsConfig};
+use forge_core::delegation::host::{
+    child_input, plan_run, read_child_events, verify_payload, HostPlan, HostPlanInput, PlanIds,
+};
+use forge_core::delegation::plan::Stamp;
+use forge_core::delegation::ContractDiagnostic;
+use forge_core::id::Scope;
+use forge_core::json;
+use forge_core::runtime::Clock;
+use serde_json::{json, Value};
+
+use crate::cli::AgentAction;
+use crate::commands::load_workspace;
+use crate::live::new_uuid;
+use crate::paths::WorkspacePaths;
+
+/// The child bridge, shipped inside the binary.
+pub const CHILD_BRIDGE: &str = include_str!("../../assets/pi-child/bridge.ts");
+
+/// The placeholder prompt the child starts from (the bridge replaces it).
+const PLACEHOLDER: &str = "pi-forge delegated task";
+
+pub fn run(action: AgentAction) -> Result<ExitCode> {
+    match action {
+        AgentAction::Plan {
+            profile,
+            task,
+            json,
+            workspace,
+        } => {
+            let (_, prepared) = prepare(&workspace, &profile, &task, None)?;
+            let Some(prepared) = prepared else {
+                return Ok(ExitCode::from(1));
+            };
+            if json {
+                println!("{}", json::to_pretty(&prepared.plan.plan.to_value()));
+            } else {
+                println!(
+                    "{}",
+                    approval_summary(&prepared.plan.plan, &task, backend())
+                );
+                println!("Nothing was sent. Run it with: pi-forge agent run {profile} …");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentAction::Run {
+            profile,
+            task,
+            approve_in_terminal,
+            timeout,
+            workspace,
+        } => {
+            let (paths, prepared) =
+                prepare(&workspace, &profile, &task, timeout.map(|s| s * 1_000))?;
+            let Some(prepared) = prepared else {
+                return Ok(ExitCode::from(1));
+            };
+            let (approved, viewed) = if approve_in_terminal {
+                ask_approval(&prepared.plan, &task)?
+            } else {
+                eprintln!(
+                    "pi-forge: not run: a person must approve the exact prompt first. Add --approve-in-terminal to review and approve it here, or approve it in the editor's Plans view."
+                );
+                return Ok(ExitCode::from(1));
+            };
+            if !approved {
+                eprintln!("pi-forge: rejected before anything was sent; nothing ran.");
+                return Ok(ExitCode::from(1));
+            }
+            // The approval covers the plan as sealed: prepare it again from disk with the same
+            // ids and clock; any change of profile, stack or settings changes the fingerprint.
+            let again = prepare_with(
+                &workspace,
+                &profile,
+                &task,
+                timeout.map(|s| s * 1_000),
+                &prepared.ids,
+                prepared.clock,
+            )?;
+            let current = again
+                .1
+                .as_ref()
+                .map(|p| p.plan.plan.execution_fingerprint.clone())
+                .unwrap_or_default();
+            if let Err(stale) = check_approval(&prepared.plan.plan.execution_fingerprint, &current)
+            {
+                eprintln!("pi-forge: {}: {}", stale.code, stale.message);
+                return Ok(ExitCode::from(1));
+            }
+            let record = execute(&paths, &prepared.plan, viewed)?;
+            print_record(&record);
+            if record["status"] != "completed" {
+                return Ok(ExitCode::from(1));
+            }
+            // The answer as kept on disk, checked against its record.
+            let run_id = record["runId"].as_str().unwrap_or_default();
+            println!("{}", verified_answer(&paths.project, run_id)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentAction::Runs { json, workspace } => {
+            let paths = WorkspacePaths::from_args(&workspace)?;
+            let runs = list_runs(&paths.project);
+            if json {
+                println!("{}", json::to_pretty(&Value::Array(runs)));
+            } else if runs.is_empty() {
+                println!(
+                    "No delegated runs in {}.",
+                    runs_dir(&paths.project).display()
+                );
+            } else {
+                for r in &runs {
+                    println!(
+                        "{}  {:<10} {}  {}  {} ms",
+                        r["runId"].as_str().unwrap_or("?"),
+                        r["status"].as_str().unwrap_or("?"),
+                        r["profileId"].as_str().unwrap_or("?"),
+                        r["model"].as_str().unwrap_or("?"),
+                        r["durationMs"]
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentAction::Result { run_id, workspace } => {
+            let paths = WorkspacePaths::from_args(&workspace)?;
+            match verified_answer(&paths.project, &run_id) {
+                Ok(answer) => {
+                    println!("{answer}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("pi-forge: {e}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+    }
+}
+
+fn backend() -> &'static str {
+    forge_core::delegation::config::DEFAULT_BACKEND
+}
+
+fn read_settings(path: &Path, scope: Scope) -> Option<SubagentsConfig> {
+    let bytes = std::fs::read(path).ok()?;
+    let parsed = parse_subagents_bytes(&bytes, scope);
+    for d in &parsed.diagnostics {
+        eprintln!("pi-forge: {}: {}", path.display(), d.message);
+    }
+    Some(parsed.config)
+}
+
+fn print_diagnostics(diags: &[ContractDiagnostic]) {
+    for d in diags {
+        eprintln!(
+            "pi-forge: {} {}{}: {}",
+            match d.level {
+                forge_core::diag::Level::Error => "error",
+                forge_core::diag::Level::Warning => "warning",
+                forge_core::diag::Level::Info => "info",
+            },
+            d.code,
+            d.path
+                .as_deref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default(),
+            d.message
+        );
+    }
+}
+
+/// A sealed plan with the ids and clock it was prepared with.
+struct Prepared {
+    plan: HostPlan,
+    ids: PlanIds,
+    clock: Clock,
+}
+
+/// Loads the workspace and the delegation settings and seals a plan with fresh ids; `None`
+/// after printing why it could not be prepared.
+fn prepare(
+    args: &crate::cli::WorkspaceArgs,
+    profile: &str,
+    task: &str,
+    timeout_ms: Option<u64>,
+) -> Result<(WorkspacePaths, Option<Prepared>)> {
+    let ids = PlanIds {
+        request_id: format!("request:{}", new_uuid()),
+        preflight_id: format!("preflight:{}", new_uuid()),
+        stamp: Stamp {
+            prepared_run_id: format!("prepared:{}", new_uuid()),
+            run_id: format!("run:{}", new_uuid()),
+            prepared_at: crate::live::now_iso(),
+        },
+    };
+    prepare_with(
+        args,
+        profile,
+        task,
+        timeout_ms,
+        &ids,
+        crate::http::local_clock(),
+    )
+}
+
+fn prepare_with(
+    args: &crate::cli::WorkspaceArgs,
+    profile: &str,
+    task: &str,
+    timeout_ms: Option<u64>,
+    ids: &PlanIds,
+    clock: Clock,
+) -> Result<(WorkspacePaths, Option<Prepared>)> {
+    let (paths, snapshot) = load_workspace(args)?;
+    let project_settings = read_settings(
+        &paths.project.join(".pi/forge/subagents.json"),
+        Scope::Project,
+    );
+    let global_settings = read_settings(&paths.global.join("subagents.json"), Scope::Global);
+    let layers = SettingsLayers {
+        global: global_settings.iter().collect(),
+        project: project_settings.iter().collect(),
+    };
+    let cwd = paths.project.display().to_string();
+    let result = plan_run(&HostPlanInput {
+        workspace: &snapshot,
+        settings: &layers,
+        trusted: paths.trusted,
+        profile,
+        task,
+        timeout_override_ms: timeout_ms,
+        cwd: &cwd,
+        clock,
+        ids,
+        parent_session: None,
+    });
+    match result {
+        Ok(plan) => {
+            print_diagnostics(&plan.plan.diagnostics);
+            Ok((
+                paths,
+                Some(Prepared {
+                    plan,
+                    ids: ids.clone(),
+                    clock,
+                }),
+            ))
+        }
+        Err(diags) => {
+            print_diagnostics(&diags);
+            Ok((paths, None))
+        }
+    }
+}
+
+/// The review, then `[a]pprove / [v]iew full prompt / [r]eject` on standard input (end of input
+/// rejects). Returns `(approved, viewedFullPrompt)`.
+fn ask_approval(prepared: &HostPlan, task: &str) -> Result<(bool, bool)> {
+    let mut out = std::io::stderr();
+    writeln!(out, "{}", approval_summary(&prepared.plan, task, backend()))?;
+    let mut viewed = false;
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        write!(
+            out,
+            "Approve and run [a], view the full prompt [v], reject [r]: "
+        )?;
+        out.flush()?;
+        let Some(line) = lines.next() else {
+            return Ok((false, viewed));
+        };
+        match line?.trim() {
+            "a" | "approve" | "y" | "yes" => return Ok((true, viewed)),
+            "v" | "view" => {
+                viewed = true;
+                writeln!(
+                    out,
+                    "{}",
+                    approval_full_view(&prepared.plan, task, backend())
+                )?;
+            }
+            "r" | "reject" | "n" | "no" | "" => return Ok((false, viewed)),
+            other => writeln!(out, "Unknown answer {other:?}.")?,
+        }
+    }
+}
+
+/// `<project>/.pi/forge/runs`.
+pub fn runs_dir(project: &Path) -> PathBuf {
+    project.join(".pi/forge/runs")
+}
+
+/// A run id as a folder name (`run:<uuid>` → `run-<uuid>`).
+fn run_folder(project: &Path, run_id: &str) -> PathBuf {
+    runs_dir(project).join(run_id.replace(':', "-"))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The Pi the child runs: `PI_FORGE_PI` (an executable), else `pi` on PATH.
+fn pi_command() -> Command {
+    match std::env::var_os("PI_FORGE_PI").filter(|v| !v.is_empty()) {
+        Some(pi) => Command::new(pi),
+        None => Command::new("pi"),
+    }
+}
+
+/// Runs the approved plan in a child Pi and keeps the run record.
+fn execute(paths: &WorkspacePaths, prepared: &HostPlan, viewed: bool) -> Result<Value> {
+    let plan = &prepared.plan;
+    let folder = run_folder(&paths.project, &plan.run_id);
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    write_private(
+        &folder.join("plan.json"),
+        json::to_pretty(&plan.to_value()).as_bytes(),
+    )?;
+    let payloads = folder.join("payloads.jsonl");
+    let mut input = child_input(plan, chrono::Utc::now().timestamp_millis() as f64);
+    if let Some(map) = input.as_object_mut() {
+        map.insert("payloadOut".into(), json!(payloads.display().to_string()));
+    }
+    let input_path = folder.join("child-input.json");
+    write_private(&input_path, json::to_compact(&input).as_bytes())?;
+    let bridge = folder.join("bridge.ts");
+    write_private(&bridge, CHILD_BRIDGE.as_bytes())?;
+
+    let mut cmd = pi_command();
+    cmd.args([
+        "--mode",
+        "json",
+        "-p",
+        "--no-session",
+        "-ne",
+        "-ns",
+        "-np",
+        "-nc",
+    ])
+    .args(["--no-themes", "--offline"])
+    .args([
+        "--model",
+        &format!("{}/{}", plan.model.provider, plan.model.id),
+    ])
+    .args(["--thinking", &plan.thinking_level]);
+    if plan.effective_tool_names.is_empty() {
+        cmd.arg("--no-tools");
+    } else {
+        cmd.args(["--tools", &plan.effective_tool_names.join(",")]);
+    }
+    cmd.arg("-e")
+        .arg(&bridge)
+        .arg(PLACEHOLDER)
+        .current_dir(&paths.project)
+        .env("PI_FORGE_CHILD_INPUT", &input_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        cmd.process_group(0);
+    }
+    let started = Instant::now();
+    let started_at = crate::live::now_iso();
+    let mut child = cmd.spawn().context(
+        "cannot start the child Pi (set PI_FORGE_PI to Pi's executable, or put `pi` on PATH)",
+    )?;
+    let pid = child.id();
+    let mut stdout = child.stdout.take().context("child stdout")?;
+    let mut stderr = child.stderr.take().context("child stderr")?;
+    let out_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = started + Duration::from_millis(prepared.timeout_ms);
+    let mut timed_out = false;
+    loop {
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            kill_group(pid);
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The whole group goes, also when the child itself exited first.
+    kill_group(pid);
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let _ = std::fs::remove_file(&input_path);
+    let _ = std::fs::remove_file(&bridge);
+
+    let outcome = read_child_events(&stdout);
+    let recorded = std::fs::read_to_string(&payloads).unwrap_or_default();
+    let mut payload_hashes = Vec::new();
+    let mut mismatch = None;
+    for line in recorded.lines().filter(|l| !l.is_empty()) {
+        payload_hashes.push(sha256_hex(line.as_bytes()));
+        match json::parse_str(line) {
+            Ok(payload) => {
+                if let Err(e) = verify_payload(plan, &payload) {
+                    mismatch.get_or_insert(e);
+                }
+            }
+            Err(e) => {
+                mismatch.get_or_insert(format!("a recorded request is not JSON: {e}"));
+            }
+        }
+    }
+    let (status, error) = if timed_out {
+        (
+            "timed-out",
+            Some(format!(
+                "The run took longer than {} s; its process group was killed.",
+                prepared.timeout_ms / 1_000
+            )),
+        )
+    } else if let Some(e) = mismatch {
+        ("failed", Some(format!("payload_mismatch: {e}")))
+    } else if payload_hashes.is_empty() {
+        (
+            "failed",
+            Some(format!(
+                "The child sent no request to the model. {}",
+                stderr.lines().last().unwrap_or("")
+            )),
+        )
+    } else if outcome.succeeded() {
+        ("completed", None)
+    } else {
+        (
+            "failed",
+            Some(format!(
+                "The child ended with stopReason {}{}.",
+                outcome.stop_reason.as_deref().unwrap_or("none"),
+                outcome
+                    .error_message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            )),
+        )
+    };
+    let answer = if status == "completed" {
+        outcome.answer.clone()
+    } else {
+        String::new()
+    };
+    write_private(&folder.join("answer.txt"), answer.as_bytes())?;
+    let record = json!({
+        "schemaVersion": 1,
+        "runId": plan.run_id,
+        "requestId": plan.request_id,
+        "profileId": plan.profile.profile_id.to_string(),
+        "backendId": backend(),
+        "status": status,
+        "error": error,
+        "model": format!("{}/{}", plan.model.provider, plan.model.id),
+        "thinkingLevel": plan.thinking_level,
+        "usedThinkingLevel": outcome.thinking_level,
+        "effectiveTools": plan.effective_tool_names,
+        "executionFingerprint": plan.execution_fingerprint,
+        "conversationFingerprint": plan.conversation_fingerprint,
+        "approval": {
+            "required": true,
+            "approved": true,
+            "viewedFullPrompt": viewed,
+            "source": "human",
+            "from": "terminal",
+            "executionFingerprint": plan.execution_fingerprint,
+            "approvedAt": started_at,
+        },
+        "startedAt": started_at,
+        "durationMs": duration_ms,
+        "usage": outcome.usage,
+        "payloadSha256": payload_hashes,
+        "answerSha256": sha256_hex(answer.as_bytes()),
+        "answerBytes": answer.len(),
+    });
+    write_private(
+        &folder.join("result.json"),
+        json::to_pretty(&record).as_bytes(),
+    )?;
+    Ok(record)
+}
+
+fn kill_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        // `--` first: procps reads a bare `-PGID` after the signal as another signal.
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+fn print_record(record: &Value) {
+    let status = record["status"].as_str().unwrap_or("?");
+    eprintln!(
+        "pi-forge: run {} {status} in {} ms ({}, thinking {}).",
+        record["runId"].as_str().unwrap_or("?"),
+        record["durationMs"],
+        record["model"].as_str().unwrap_or("?"),
+        record["usedThinkingLevel"]
+            .as_str()
+            .or(record["thinkingLevel"].as_str())
+            .unwrap_or("?")
+    );
+    if let Some(error) = record["error"].as_str() {
+        eprintln!("pi-forge: {error}");
+    }
+}
+
+fn list_runs(project: &Path) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(runs_dir(project)) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<Value> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("result.json")).ok())
+        .filter_map(|bytes| json::parse_bytes(&bytes).ok())
+        .collect();
+    runs.sort_by(|a, b| {
+        a["startedAt"]
+            .as_str()
+            .unwrap_or("")
+            .cmp(b["startedAt"].as_str().unwrap_or(""))
+    });
+    runs
+}
+
+/// The run's answer when `answer.txt` still has the SHA-256 `result.json` recorded.
+pub fn verified_answer(project: &Path, run_id: &str) -> Result<String> {
+    if !forge_core::delegation::is_opaque_id(run_id) {
+        bail!("{run_id:?} is not a run id (run:<uuid>, as `pi-forge agent runs` lists them)");
+    }
+    let folder = run_folder(project, run_id);
+    let record = std::fs::read(folder.join("result.json"))
+        .with_context(|| format!("no run {run_id} in {}", runs_dir(project).display()))?;
+    let record = json::parse_bytes(&record)
+        .map_err(|e| anyhow::anyhow!("result.json of run {run_id} is not valid JSON: {e}"))?;
+    let answer = std::fs::read(folder.join("answer.txt"))
+        .with_context(|| format!("answer.txt of run {run_id} is missing"))?;
+    let recorded = record["answerSha256"].as_str().unwrap_or("");
+    let actual = sha256_hex(&answer);
+    if recorded != actual {
+        bail!(
+            "answer_hash_mismatch: answer.txt of run {run_id} has SHA-256 {actual}, result.json recorded {recorded}; it was changed after the run and is not shown"
+        );
+    }
+    if record["status"] != "completed" {
+        bail!(
+            "run {run_id} did not complete ({}): {}",
+            record["status"].as_str().unwrap_or("?"),
+            record["error"].as_str().unwrap_or("no answer")
+        );
+    }
+    String::from_utf8(answer).context("answer.txt is not UTF-8")
+}
