@@ -154,7 +154,10 @@ async fn the_panel_follows_an_enable_through_the_api_without_reload() {
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
     let browser = ws.browser().await;
-    open_session(&browser).await;
+    // The top bar's summary (every surface) opens the Session surface.
+    browser.wait_eq("#session-badge", "0 active").await;
+    browser.click("#session-badge").await;
+    browser.wait_css("#session-panel .session-summary").await;
     browser
         .wait_eq(".session-summary .active-count", "0 active")
         .await;
@@ -246,6 +249,9 @@ async fn the_panel_follows_an_enable_through_the_api_without_reload() {
     assert!(tools.contains(&"grep".to_string()) && !tools.contains(&"bash".to_string()));
     browser
         .wait_css(".delivery-badge[data-delivery='pending']")
+        .await;
+    browser
+        .wait_eq("#session-badge", "1 active · pending")
         .await;
     assert_eq!(
         browser.text(".delivery-badge").await.as_deref(),

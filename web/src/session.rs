@@ -13,7 +13,7 @@
 
 use forge_core::api::{CapabilityChoices, CapabilityStateAnswer};
 use forge_core::capability::view::{
-    ActiveView, CapabilityStateView, Choice, ChoiceKind, ViewGuard,
+    ActiveView, CapabilityStateView, Choice, ChoiceKind, Delivery, ViewGuard,
 };
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -257,6 +257,39 @@ pub fn SessionSurface() -> impl IntoView {
                 <ErrorBanner/>
             </div>
         </main>
+    }
+}
+
+/// The session's summary in the top bar on every surface: active count and delivery state; a
+/// click opens the Session surface.
+#[component]
+pub fn SessionBadge(go: Callback<()>) -> impl IntoView {
+    let app = app();
+    let summary = Memo::new(move |_| {
+        app.cap_state.with(|s| {
+            s.as_ref().map(|s| {
+                let delivery = s.delivery.as_str();
+                let text = match s.delivery {
+                    Delivery::None => active_count(s.active.len()),
+                    _ => format!("{} · {delivery}", active_count(s.active.len())),
+                };
+                let title = format!(
+                    "Capabilities in this session: {}, delivery {delivery}, session {}{}",
+                    active_count(s.active.len()),
+                    session_leaf(&s.guard),
+                    if s.trusted { "" } else { ", untrusted" }
+                );
+                (text, title, delivery)
+            })
+        })
+    });
+    move || {
+        summary.get().map(|(text, title, delivery)| {
+            view! {
+                <button id="session-badge" class="badge session-badge" data-delivery=delivery
+                    title=title.clone() aria-label=title on:click=move |_| go.run(())>{text}</button>
+            }
+        })
     }
 }
 

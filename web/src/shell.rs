@@ -151,6 +151,7 @@ pub fn Shell() -> impl IntoView {
                     {move || app.status.with(|s| s.0.clone())}
                 </output>
                 <LiveIndicator/>
+                <crate::session::SessionBadge go=Callback::new(move |_| go(Surface::Session))/>
                 <Show when=move || !app.trusted.get()>
                     <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
                 </Show>
