@@ -48,8 +48,26 @@ const LONG: &str = r#"{
 }
 "#;
 
+/// A Preset binding `review` (as `rev`, with a note added) and `french`.
+const BOUND: &str = r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "bound",
+  "mode": "replace",
+  "capabilities": [
+    { "ref": "review", "id": "rev", "modelCallable": true },
+    { "ref": "french", "id": "fr" }
+  ],
+  "items": [
+    { "id": "sys", "kind": "block", "role": "system", "content": "You are BOUND." },
+    { "id": "hist", "kind": "slot", "slot": "chat-history" }
+  ]
+}
+"#;
+
 fn workspace() -> Workspace {
     Workspace::new(&[
+        (".pi/forge/prompt-stacks/bound.json", BOUND),
         (".pi/forge/capabilities/review.json", REVIEW),
         (".pi/forge/capabilities/french.json", FRENCH),
         (
@@ -349,6 +367,72 @@ async fn the_picker_previews_and_enables_a_capability() {
             .await
             .as_deref(),
         Some("project:french")
+    );
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// With a Preset active the picker has both groups; a binding is enabled as kind `binding`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_picker_offers_the_active_presets_bindings() {
+    let ws = workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, body) = ws.api("POST", "/api/stacks/bound/activate", "{}");
+    assert_eq!(status, 200, "{body}");
+    let browser = ws.browser().await;
+    open_session(&browser).await;
+    wait_choice(&browser, "binding:fr").await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('#capability-picker optgroup')].map(g => [g.label, [...g.querySelectorAll('option')].map(o => o.value)]);",
+                vec![]
+            )
+            .await,
+        json!([
+            ["Library (unbound)", [
+                "capability:project:a-capability-with-a-rather-long-identifier-that-must-wrap",
+                "capability:project:french",
+                "capability:project:review"
+            ]],
+            ["Current preset (bound)", ["binding:rev", "binding:fr"]]
+        ])
+    );
+    pick(&browser, "binding:fr").await;
+    assert_eq!(
+        browser
+            .text("#capability-preview .choice-kind")
+            .await
+            .as_deref(),
+        Some("binding")
+    );
+    assert_eq!(
+        browser
+            .text("#capability-preview .choice-id")
+            .await
+            .as_deref(),
+        Some("fr")
+    );
+    browser.click("#capability-enable").await;
+    browser.wait_count(".active-card", 1).await;
+    let (_, state) = ws.api("GET", "/api/capability-state", "");
+    let active = &state["state"]["active"][0];
+    let id = active["activationId"].as_str().unwrap();
+    let card = format!(".active-card[data-activation-id='{id}']");
+    assert_eq!(
+        browser
+            .text(&format!("{card} .active-source"))
+            .await
+            .as_deref(),
+        active["source"].as_str()
+    );
+    assert_eq!(
+        browser
+            .text(&format!("{card} .active-actor"))
+            .await
+            .as_deref(),
+        Some("user")
     );
     browser.assert_no_errors().await;
     browser.close().await;
