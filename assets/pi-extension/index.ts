@@ -812,6 +812,45 @@ export default function piForge(pi: ExtensionAPI) {
 		},
 	});
 
+	// ---- subagent delegation (offered only where a Preset's tool policy allows these tools) ----
+
+	pi.registerTool({
+		name: "forge_subagent_profiles",
+		label: "pi-forge subagent profiles",
+		description:
+			"List the agent profiles you may delegate a read-only task to with forge_subagent: id, model, thinking level, Preset and whether it is ready. Every run needs a person's approval of the exact prompt first.",
+		parameters: Type.Object({}, { additionalProperties: false }),
+		defaultActive: false,
+		async execute() {
+			const c = conn;
+			if (!c) return { content: [{ type: "text", text: "pi-forge is not connected." }], details: {}, isError: true };
+			const answer = await call(c, "GET", "/api/agent/profiles");
+			return { content: [{ type: "text", text: JSON.stringify(answer.profiles ?? []) }], details: {} };
+		},
+	});
+
+	pi.registerTool({
+		name: "forge_subagent",
+		label: "pi-forge subagent",
+		description:
+			"Delegate a read-only task to an agent profile (see forge_subagent_profiles). It runs in a clean child Pi with only read-only tools after a person approved the exact prompt in the pi-forge editor; the answer comes back as the result. Several calls in one turn run in parallel.",
+		parameters: Type.Object(
+			{
+				profile: Type.String({ minLength: 1, maxLength: 200 }),
+				task: Type.String({ minLength: 1 }),
+			},
+			{ additionalProperties: false },
+		),
+		defaultActive: false,
+		async execute(_toolCallId, params) {
+			const c = conn;
+			if (!c) return { content: [{ type: "text", text: "pi-forge is not connected; nothing was delegated." }], details: { runId: null }, isError: true };
+			// Waits for the person's decision (at most 10 minutes) and the child's run.
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent`, { sessionId: c.sessionId, profile: params.profile, task: params.task }, 4_200_000);
+			return { content: [{ type: "text", text: String(answer.text ?? "") }], details: { runId: typeof answer.runId === "string" ? answer.runId : null }, isError: answer.ok !== true };
+		},
+	});
+
 	pi.registerTool({
 		name: "forge_capability",
 		label: "pi-forge capability",

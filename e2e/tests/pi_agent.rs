@@ -302,3 +302,145 @@ fn a_stack_changed_on_disk_after_the_review_makes_the_approval_stale() {
     assert!(rest.ends_with("prepare it again.\n"), "{rest}");
     assert!(ws.model.bodies().is_empty());
 }
+
+/// The parent's Preset lets the model delegate (its tool policy allows `forge_subagent`).
+const PARENT: &str = r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "parent",
+  "mode": "replace",
+  "tools": { "allow": ["read", "forge_subagent"] },
+  "items": [
+    { "id": "sys", "kind": "block", "role": "system", "content": "You are PARENT." },
+    { "id": "hist", "kind": "slot", "slot": "chat-history" }
+  ]
+}
+"#;
+
+#[test]
+fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tools(&[
+        (
+            "forge_subagent",
+            json!({"profile": "reviewer", "task": "Review src/a.rs"}),
+        ),
+        (
+            "forge_subagent",
+            json!({"profile": "reviewer", "task": "Review src/b.rs"}),
+        ),
+    ]);
+    pi.send(json!({"type": "prompt", "message": "delegate both"}));
+    let plans = pi::poll(std::time::Duration::from_secs(20), || {
+        let (_, body) = ws.api("GET", "/api/agent/plans", "");
+        (body["plans"].as_array().map_or(0, Vec::len) == 2).then_some(body)
+    })
+    .expect("both plans wait for approval");
+    let list = plans["plans"].as_array().unwrap();
+    let by_task = |task: &str| {
+        list.iter()
+            .find(|p| p["task"] == task)
+            .unwrap_or_else(|| panic!("no plan for {task}: {plans}"))
+            .clone()
+    };
+    let a = by_task("Review src/a.rs");
+    let b = by_task("Review src/b.rs");
+    assert_eq!(a["boundary"], "shared user, not an OS sandbox");
+    assert_eq!(a["tools"], json!(["read", "grep"]));
+    assert_eq!(a["model"], json!({"provider": "fake", "id": "fake-1"}));
+    // Only the parent's request so far: nothing reached a model before approval.
+    assert_eq!(ws.model.bodies().len(), 1);
+
+    let run_a = a["runId"].as_str().unwrap();
+    let (status, full) = ws.api("GET", &format!("/api/agent/plans/{run_a}"), "");
+    assert_eq!(status, 200);
+    assert!(full["fullPrompt"]
+        .as_str()
+        .unwrap()
+        .contains("--- SYSTEM PROMPT ---\nYou are CHILD REVIEWER."));
+    let (status, body) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run_a}/approve"),
+        &json!({"executionFingerprint": "sha256:v1:wrong", "viewedFullPrompt": true}).to_string(),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "stale_approval");
+    let (status, body) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run_a}/approve"),
+        &json!({"executionFingerprint": a["executionFingerprint"], "viewedFullPrompt": true})
+            .to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let run_b = b["runId"].as_str().unwrap();
+    let (status, _) = ws.api("POST", &format!("/api/agent/plans/{run_b}/reject"), "{}");
+    assert_eq!(status, 200);
+    let settled = pi.wait("agent_settled", |e| e["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], false);
+
+    let bodies = ws.model.bodies();
+    let children: Vec<&Value> = bodies
+        .iter()
+        .filter(|b| message_texts(b)[0].1 == "You are CHILD REVIEWER.")
+        .collect();
+    assert_eq!(
+        children.len(),
+        1,
+        "only the approved plan reached the model"
+    );
+    assert_eq!(
+        message_texts(children[0]),
+        [
+            ("system".to_string(), "You are CHILD REVIEWER.".to_string()),
+            ("user".to_string(), "Be brief.".to_string()),
+            ("user".to_string(), "Review src/a.rs".to_string()),
+        ]
+    );
+    assert_eq!(tool_names(children[0]), ["grep", "read"]);
+    // The parent's follow-up request carries both tool results.
+    let last = bodies.last().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            m["content"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    m["content"]
+                        .as_array()
+                        .map(|p| p.iter().filter_map(|x| x["text"].as_str()).collect())
+                        .unwrap_or_default()
+                })
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{last}");
+    assert!(
+        results[0].starts_with(&format!(
+            "ok from fake\n\n[pi-forge subagent {run_a} · fake/fake-1 · thinking "
+        )),
+        "{results:?}"
+    );
+    assert!(
+        results[0].ends_with(" ms · 10 input / 3 output tokens]"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[1],
+        "Subagent run rejected by the human before provider transport."
+    );
+    let (_, runs) = ws.api("GET", "/api/agent/runs", "");
+    assert_eq!(runs["runs"][0]["approval"]["from"], "web");
+    assert_eq!(runs["runs"][0]["approval"]["viewedFullPrompt"], true);
+}

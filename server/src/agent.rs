@@ -108,7 +108,8 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 eprintln!("pi-forge: {}: {}", stale.code, stale.message);
                 return Ok(ExitCode::from(1));
             }
-            let record = execute(&paths, &prepared.plan, viewed)?;
+            let approval = human_approval(&prepared.plan, viewed, "terminal");
+            let record = execute(&paths.project, &prepared.plan, approval)?;
             print_record(&record);
             if record["status"] != "completed" {
                 return Ok(ExitCode::from(1));
@@ -205,21 +206,12 @@ fn prepare(
     task: &str,
     timeout_ms: Option<u64>,
 ) -> Result<(WorkspacePaths, Option<Prepared>)> {
-    let ids = PlanIds {
-        request_id: format!("request:{}", new_uuid()),
-        preflight_id: format!("preflight:{}", new_uuid()),
-        stamp: Stamp {
-            prepared_run_id: format!("prepared:{}", new_uuid()),
-            run_id: format!("run:{}", new_uuid()),
-            prepared_at: crate::live::now_iso(),
-        },
-    };
     prepare_with(
         args,
         profile,
         task,
         timeout_ms,
-        &ids,
+        &new_ids(),
         crate::http::local_clock(),
     )
 }
@@ -233,29 +225,13 @@ fn prepare_with(
     clock: Clock,
 ) -> Result<(WorkspacePaths, Option<Prepared>)> {
     let (paths, snapshot) = load_workspace(args)?;
-    let project_settings = read_settings(
-        &paths.project.join(".pi/forge/subagents.json"),
-        Scope::Project,
-    );
-    let global_settings = read_settings(&paths.global.join("subagents.json"), Scope::Global);
-    let layers = SettingsLayers {
-        global: global_settings.iter().collect(),
-        project: project_settings.iter().collect(),
-    };
-    let cwd = paths.project.display().to_string();
-    let result = plan_run(&HostPlanInput {
-        workspace: &snapshot,
-        settings: &layers,
-        trusted: paths.trusted,
+    let request = PlanRequest {
         profile,
         task,
-        timeout_override_ms: timeout_ms,
-        cwd: &cwd,
-        clock,
-        ids,
+        timeout_ms,
         parent_session: None,
-    });
-    match result {
+    };
+    match prepare_plan(&snapshot, &paths, &request, ids, clock) {
         Ok(plan) => {
             print_diagnostics(&plan.plan.diagnostics);
             Ok((
@@ -272,6 +248,60 @@ fn prepare_with(
             Ok((paths, None))
         }
     }
+}
+
+/// What a delegated run is asked for.
+pub struct PlanRequest<'a> {
+    pub profile: &'a str,
+    pub task: &'a str,
+    pub timeout_ms: Option<u64>,
+    pub parent_session: Option<&'a str>,
+}
+
+/// Fresh ids for one preparation.
+pub fn new_ids() -> PlanIds {
+    PlanIds {
+        request_id: format!("request:{}", new_uuid()),
+        preflight_id: format!("preflight:{}", new_uuid()),
+        stamp: Stamp {
+            prepared_run_id: format!("prepared:{}", new_uuid()),
+            run_id: format!("run:{}", new_uuid()),
+            prepared_at: crate::live::now_iso(),
+        },
+    }
+}
+
+/// Reads the delegation settings of `paths` and seals a plan over `snapshot` (the CLI and the
+/// editor server share it).
+pub fn prepare_plan(
+    snapshot: &forge_core::workspace::WorkspaceSnapshot,
+    paths: &WorkspacePaths,
+    request: &PlanRequest,
+    ids: &PlanIds,
+    clock: Clock,
+) -> std::result::Result<HostPlan, Vec<ContractDiagnostic>> {
+    let project_settings = read_settings(
+        &paths.project.join(".pi/forge/subagents.json"),
+        Scope::Project,
+    );
+    let global_settings = read_settings(&paths.global.join("subagents.json"), Scope::Global);
+    let layers = SettingsLayers {
+        global: global_settings.iter().collect(),
+        project: project_settings.iter().collect(),
+    };
+    let cwd = paths.project.display().to_string();
+    plan_run(&HostPlanInput {
+        workspace: snapshot,
+        settings: &layers,
+        trusted: paths.trusted,
+        profile: request.profile,
+        task: request.task,
+        timeout_override_ms: request.timeout_ms,
+        cwd: &cwd,
+        clock,
+        ids,
+        parent_session: request.parent_session,
+    })
 }
 
 /// The review, then `[a]pprove / [v]iew full prompt / [r]eject` on standard input (end of input
@@ -340,10 +370,24 @@ fn pi_command() -> Command {
     }
 }
 
-/// Runs the approved plan in a child Pi and keeps the run record.
-fn execute(paths: &WorkspacePaths, prepared: &HostPlan, viewed: bool) -> Result<Value> {
+/// The approval receipt of a person's approval.
+pub fn human_approval(plan: &HostPlan, viewed: bool, from: &str) -> Value {
+    json!({
+        "required": true,
+        "approved": true,
+        "viewedFullPrompt": viewed,
+        "source": "human",
+        "from": from,
+        "executionFingerprint": plan.plan.execution_fingerprint,
+        "approvedAt": crate::live::now_iso(),
+    })
+}
+
+/// Runs the approved plan in a child Pi and keeps the run record (blocking; the server calls it
+/// on a blocking thread).
+pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<Value> {
     let plan = &prepared.plan;
-    let folder = run_folder(&paths.project, &plan.run_id);
+    let folder = run_folder(project, &plan.run_id);
     std::fs::create_dir_all(&folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     write_private(
@@ -385,7 +429,7 @@ fn execute(paths: &WorkspacePaths, prepared: &HostPlan, viewed: bool) -> Result<
     cmd.arg("-e")
         .arg(&bridge)
         .arg(PLACEHOLDER)
-        .current_dir(&paths.project)
+        .current_dir(project)
         .env("PI_FORGE_CHILD_INPUT", &input_path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -506,15 +550,7 @@ fn execute(paths: &WorkspacePaths, prepared: &HostPlan, viewed: bool) -> Result<
         "effectiveTools": plan.effective_tool_names,
         "executionFingerprint": plan.execution_fingerprint,
         "conversationFingerprint": plan.conversation_fingerprint,
-        "approval": {
-            "required": true,
-            "approved": true,
-            "viewedFullPrompt": viewed,
-            "source": "human",
-            "from": "terminal",
-            "executionFingerprint": plan.execution_fingerprint,
-            "approvedAt": started_at,
-        },
+        "approval": approval,
         "startedAt": started_at,
         "durationMs": duration_ms,
         "usage": outcome.usage,
@@ -560,7 +596,7 @@ fn print_record(record: &Value) {
     }
 }
 
-fn list_runs(project: &Path) -> Vec<Value> {
+pub fn list_runs(project: &Path) -> Vec<Value> {
     let Ok(entries) = std::fs::read_dir(runs_dir(project)) else {
         return Vec::new();
     };

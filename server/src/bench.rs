@@ -289,7 +289,14 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The benchmarks `--only` can name.
-const BENCHMARKS: &[&str] = &["workspace", "compile", "fingerprint", "server", "bridge"];
+const BENCHMARKS: &[&str] = &[
+    "workspace",
+    "compile",
+    "fingerprint",
+    "delegation",
+    "server",
+    "bridge",
+];
 
 pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     if let Some(unknown) = only.iter().find(|o| !BENCHMARKS.contains(&o.as_str())) {
@@ -309,6 +316,9 @@ pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     if wanted("fingerprint") {
         report.insert("fingerprint".into(), bench_fingerprint());
     }
+    if wanted("delegation") {
+        report.insert("delegationPlan".into(), bench_delegation()?);
+    }
     if wanted("server") {
         report.insert(
             "server".into(),
@@ -323,6 +333,108 @@ pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     }
     print!("{}", json::to_pretty(&Value::Object(report)));
     Ok(())
+}
+
+/// Plan preparation (`pi-forge agent plan` without printing): a 50-item Preset (the first 50
+/// items of the compile benchmark's stack: templates, conditionals, every built-in slot) behind
+/// an enabled profile; trust, settings, snapshot, request, negotiation, compile and sealing.
+fn bench_delegation() -> Result<Value> {
+    use forge_core::delegation::config::{parse_subagents_bytes, SettingsLayers};
+    use forge_core::delegation::host::{plan_run, HostPlanInput, PlanIds};
+    use forge_core::delegation::plan::Stamp;
+    use forge_core::id::Scope;
+    use forge_core::runtime::Clock;
+    let temp = TempDir::new()?;
+    let project = temp.0.join("project");
+    let mut stack = compile_stack();
+    if let Some(items) = stack.get_mut("items").and_then(Value::as_array_mut) {
+        items.truncate(50);
+    }
+    stack["id"] = json!("delegated");
+    stack["type"] = json!("pi-forge.prompt-stack");
+    for (rel, value) in [
+        (".pi/forge/prompt-stacks/delegated.json", stack),
+        (
+            ".pi/forge/agent-profiles/reviewer.json",
+            json!({"schemaVersion": 1, "type": "pi-forge.agent-profile", "id": "reviewer",
+                "model": {"provider": "prov", "id": "model"}, "thinkingLevel": "high", "promptStack": "delegated"}),
+        ),
+    ] {
+        let path = project.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, json::to_pretty(&value))?;
+    }
+    let store = FsStore::new(Some(project.clone()), temp.0.join("global"));
+    let snapshot = workspace::load(
+        &store,
+        &LoadOptions {
+            trusted: true,
+            extra_slots: Vec::new(),
+        },
+    );
+    let settings = parse_subagents_bytes(
+        br#"{"profiles": {"project:reviewer": {"enabled": true}}}"#,
+        Scope::Project,
+    )
+    .config;
+    let layers = SettingsLayers {
+        global: Vec::new(),
+        project: vec![&settings],
+    };
+    let task = "Summarize what the parser does and list its public functions.";
+    let cwd = project.display().to_string();
+    let mut samples = Vec::new();
+    let mut messages = 0;
+    for i in 0..220 {
+        let ids = PlanIds {
+            request_id: format!("request:{i}"),
+            preflight_id: format!("preflight:{i}"),
+            stamp: Stamp {
+                prepared_run_id: format!("prepared:{i}"),
+                run_id: format!("run:{i}"),
+                prepared_at: "2026-12-02T00:00:00.000Z".into(),
+            },
+        };
+        let start = Instant::now();
+        let plan = plan_run(&HostPlanInput {
+            workspace: &snapshot,
+            settings: &layers,
+            trusted: true,
+            profile: "reviewer",
+            task,
+            timeout_override_ms: None,
+            cwd: &cwd,
+            clock: Clock::utc(1_781_341_687_000),
+            ids: &ids,
+            parent_session: None,
+        });
+        let elapsed = start.elapsed();
+        let plan = plan.map_err(|d| {
+            anyhow::anyhow!(
+                "the delegation benchmark's plan failed: {}",
+                d.iter()
+                    .map(|d| d.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })?;
+        messages = plan.plan.messages.len();
+        if i >= 20 {
+            samples.push(elapsed);
+        }
+    }
+    let p50 = ms(percentile(&mut samples, 0.5));
+    Ok(json!({
+        "items": 50,
+        "planMessages": messages,
+        "runs": samples.len(),
+        "p50Ms": p50,
+        "p99Ms": ms(percentile(&mut samples, 0.99)),
+        "targetP50Ms": 10.0,
+        "meetsTarget": p50 <= 10.0,
+    }))
 }
 
 fn bench_workspace(stacks: usize) -> Result<Value> {

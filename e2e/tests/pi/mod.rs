@@ -84,6 +84,18 @@ impl FakeModel {
         }
     }
 
+    /// The next request is answered with several tool calls at once: `(name, arguments)`.
+    pub fn call_tools(&self, calls: &[(&str, Value)]) {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
+            .collect();
+        self.script
+            .lock()
+            .unwrap()
+            .push_back(json!({ "calls": calls }));
+    }
+
     /// The next request gets no answer for `seconds`, then the connection closes.
     pub fn hang(&self, seconds: u64) {
         self.script
@@ -168,11 +180,21 @@ fn serve(
         return;
     }
     let (answer, finish) = match scripted {
-        Some(call) => (
-            json!({"tool_calls": [{"index": 0, "id": format!("call_{nth}"), "type": "function",
-                   "function": {"name": call["name"], "arguments": call["arguments"].to_string()}}]}),
-            json!("tool_calls"),
-        ),
+        Some(call) => {
+            let calls = match call["calls"].as_array() {
+                Some(list) => list.clone(),
+                None => vec![call],
+            };
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    json!({"index": i, "id": format!("call_{nth}_{i}"), "type": "function",
+                           "function": {"name": c["name"], "arguments": c["arguments"].to_string()}})
+                })
+                .collect();
+            (json!({ "tool_calls": calls }), json!("tool_calls"))
+        }
         None => (json!({"content":"ok from fake"}), json!("stop")),
     };
     for event in [
@@ -260,8 +282,31 @@ impl Workspace {
         self.root.path().join("agent")
     }
 
+    /// A `pi` executable for child runs: the pinned Pi through its Node.
+    fn pi_wrapper(&self) -> PathBuf {
+        let wrapper = self.root.path().join("pi");
+        if !wrapper.exists() {
+            let tools = pi_tools();
+            let script = format!(
+                "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+                tools.join("node_modules/node/bin/node").display(),
+                tools
+                    .join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
+                    .display()
+            );
+            std::fs::write(&wrapper, script).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        wrapper
+    }
+
     fn env(&self, cmd: &mut Command) {
-        cmd.env("PI_CODING_AGENT_DIR", self.agent())
+        cmd.env("PI_FORGE_PI", self.pi_wrapper())
+            .env("PI_CODING_AGENT_DIR", self.agent())
             .env("XDG_RUNTIME_DIR", self.root.path().join("run"))
             .env("HOME", self.root.path().join("home"))
             .env("PI_FORGE_GLOBAL_DIR", self.root.path().join("global"))
@@ -284,27 +329,9 @@ impl Workspace {
 
     /// Starts `pi-forge <args>` with piped standard streams and Pi as `PI_FORGE_PI`.
     pub fn forge_spawn(&self, args: &[&str]) -> Child {
-        let wrapper = self.root.path().join("pi");
-        if !wrapper.exists() {
-            let tools = pi_tools();
-            let script = format!(
-                "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
-                tools.join("node_modules/node/bin/node").display(),
-                tools
-                    .join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js")
-                    .display()
-            );
-            std::fs::write(&wrapper, script).unwrap();
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt as _;
-                std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-            }
-        }
         let mut cmd = Command::new(&self.bin);
         cmd.args(args)
             .current_dir(self.project())
-            .env("PI_FORGE_PI", &wrapper)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

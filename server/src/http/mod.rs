@@ -8,6 +8,7 @@
 //! 413 answers); every error is an [`error::ApiError`]. Handlers stay thin: parse, call
 //! forge-core (the write service, the compiler), map the result. `docs/api.md` documents the wire.
 
+pub mod agent;
 pub mod assets;
 mod capabilities;
 pub mod capability_state;
@@ -69,6 +70,8 @@ pub struct ServerState {
     pub views: viewcache::ViewCache,
     /// Serializes capability mutations of the live session (one commit at a time).
     pub capability_lock: tokio::sync::Mutex<()>,
+    /// Subagent plans waiting for a person, and the child-run limit.
+    pub agents: agent::Agents,
 }
 
 impl ServerState {
@@ -100,6 +103,7 @@ impl ServerState {
             shutdown,
             views: viewcache::ViewCache::default(),
             capability_lock: tokio::sync::Mutex::new(()),
+            agents: Arc::new(agent::AgentHub::default()),
         }
     }
 
@@ -157,6 +161,7 @@ pub fn router(state: AppState) -> Router {
         .merge(profiles::routes())
         .merge(capabilities::routes())
         .merge(capability_state::routes())
+        .merge(agent::routes())
         .merge(config::routes())
         .route("/assets/{*path}", get(assets::asset))
         .fallback(not_found)

@@ -1,0 +1,407 @@
+//! Subagent delegation through the editor: the model's `forge_subagent` call (a host route the
+//! bridge calls) prepares and seals a plan, a person approves or rejects it here
+//! (`/api/agent/plans…`), and only then the child Pi runs (the same engine as
+//! `pi-forge agent run`, `crate::agent`). Approval carries the execution fingerprint the person
+//! saw; the plan is prepared again from disk before running, so a profile, stack or settings
+//! change since sealing answers 409 `stale_approval`.
+//!
+//! `AgentHub` is the one owner of pending plans. At most [`MAX_CHILDREN`] children run at once;
+//! a plan nobody decides on within [`APPROVAL_WAIT`] is cancelled.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use forge_core::delegation::approval::{
+    approval_full_view, approval_summary, check_approval, REJECTED_REASON,
+};
+use forge_core::delegation::config::DEFAULT_BACKEND;
+use forge_core::delegation::host::{HostPlan, PlanIds};
+use forge_core::runtime::Clock;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, Semaphore};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{ok_json, HostBody, JsonBody};
+use super::host::parse;
+use super::{local_clock, AppState, ServerState};
+use crate::agent::{self, PlanRequest};
+use crate::paths::WorkspacePaths;
+
+/// Most child runs at once.
+pub const MAX_CHILDREN: usize = 4;
+/// How long a plan waits for a person.
+pub const APPROVAL_WAIT: Duration = Duration::from_secs(600);
+
+enum Decision {
+    Approve { viewed: bool },
+    Reject,
+}
+
+struct Pending {
+    profile: String,
+    task: String,
+    plan: HostPlan,
+    ids: PlanIds,
+    clock: Clock,
+    parent_session: Option<String>,
+    created_at: String,
+    decide: Option<oneshot::Sender<Decision>>,
+}
+
+/// The one owner of plans waiting for a person.
+pub struct AgentHub {
+    pending: Mutex<HashMap<String, Pending>>,
+    children: Semaphore,
+}
+
+impl Default for AgentHub {
+    fn default() -> Self {
+        AgentHub {
+            pending: Mutex::new(HashMap::new()),
+            children: Semaphore::new(MAX_CHILDREN),
+        }
+    }
+}
+
+impl AgentHub {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/agent/profiles", get(profiles))
+        .route("/api/agent/plans", get(plans))
+        .route("/api/agent/plans/{run}", get(plan))
+        .route("/api/agent/plans/{run}/approve", post(approve))
+        .route("/api/agent/plans/{run}/reject", post(reject))
+        .route("/api/agent/runs", get(runs))
+        .route("/api/host/{id}/subagent", post(host_subagent))
+}
+
+fn paths(state: &ServerState) -> WorkspacePaths {
+    WorkspacePaths {
+        project: state.project.clone(),
+        global: state.global.clone(),
+        trusted: state.ws.trusted(),
+    }
+}
+
+fn summary(run_id: &str, p: &Pending) -> Value {
+    let plan = &p.plan.plan;
+    let payload_bytes = forge_core::json::to_compact(&json!({
+        "systemPrompt": plan.system_prompt,
+        "messages": plan.messages,
+    }))
+    .len();
+    json!({
+        "runId": run_id,
+        "profileId": plan.profile.profile_id.to_string(),
+        "promptStackId": plan.profile.prompt_stack_id.as_ref().map(ToString::to_string),
+        "task": p.task,
+        "backendId": DEFAULT_BACKEND,
+        "model": plan.model.to_value(),
+        "thinkingLevel": plan.thinking_level,
+        "tools": plan.effective_tool_names,
+        "workingDirectory": ".",
+        "boundary": "shared user, not an OS sandbox",
+        "systemPromptChars": plan.system_prompt.chars().count(),
+        "messages": plan.messages.len(),
+        "payloadBytes": payload_bytes,
+        "timeoutMs": p.plan.timeout_ms,
+        "executionFingerprint": plan.execution_fingerprint,
+        "conversationFingerprint": plan.conversation_fingerprint,
+        "parentSessionId": p.parent_session,
+        "createdAt": p.created_at,
+    })
+}
+
+fn unknown_plan(run: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "No plan {run} is waiting for approval (it was decided, cancelled or never existed)."
+    ))
+}
+
+/// `GET /api/agent/plans` → `{ok, plans: [summary]}`, oldest first.
+async fn plans(State(state): State<AppState>) -> Response {
+    let pending = state.agents.lock();
+    let mut list: Vec<Value> = pending.iter().map(|(id, p)| summary(id, p)).collect();
+    list.sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
+    ok_json(&json!({"ok": true, "plans": list}))
+}
+
+/// `GET /api/agent/plans/:run` → `{ok, summary, review, fullPrompt, plan}`: everything a person
+/// approves, the full system prompt and every provider-bound message in order.
+async fn plan(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
+    let pending = state.agents.lock();
+    let p = pending.get(&run).ok_or_else(|| unknown_plan(&run))?;
+    Ok(ok_json(&json!({
+        "ok": true,
+        "summary": summary(&run, p),
+        "review": approval_summary(&p.plan.plan, &p.task, DEFAULT_BACKEND),
+        "fullPrompt": approval_full_view(&p.plan.plan, &p.task, DEFAULT_BACKEND),
+        "plan": p.plan.plan.to_value(),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApproveBody {
+    execution_fingerprint: String,
+    #[serde(default)]
+    viewed_full_prompt: bool,
+}
+
+/// `POST /api/agent/plans/:run/approve` `{executionFingerprint, viewedFullPrompt}` → `{ok}`; 409
+/// `stale_approval` when the fingerprint is not the plan's, or the plan prepared again from disk
+/// now differs (prepare it again); 404 for an unknown plan.
+async fn approve(
+    State(state): State<AppState>,
+    Path(run): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let body: ApproveBody = serde_json::from_value(body)
+        .map_err(|e| ApiError::bad_request(format!("Malformed approval: {e}.")))?;
+    let (profile, task, ids, clock, parent, sealed) = {
+        let pending = state.agents.lock();
+        let p = pending.get(&run).ok_or_else(|| unknown_plan(&run))?;
+        (
+            p.profile.clone(),
+            p.task.clone(),
+            p.ids.clone(),
+            p.clock,
+            p.parent_session.clone(),
+            p.plan.plan.execution_fingerprint.clone(),
+        )
+    };
+    let stale = |message: String| ApiError::new(StatusCode::CONFLICT, "stale_approval", message);
+    if let Err(e) = check_approval(&body.execution_fingerprint, &sealed) {
+        return Err(stale(e.message));
+    }
+    let snapshot = state.ws.snapshot();
+    let request = PlanRequest {
+        profile: &profile,
+        task: &task,
+        timeout_ms: None,
+        parent_session: parent.as_deref(),
+    };
+    let current = agent::prepare_plan(&snapshot, &paths(&state), &request, &ids, clock)
+        .map(|p| p.plan.execution_fingerprint)
+        .unwrap_or_default();
+    if let Err(e) = check_approval(&sealed, &current) {
+        return Err(stale(e.message));
+    }
+    let sender = state
+        .agents
+        .lock()
+        .get_mut(&run)
+        .and_then(|p| p.decide.take())
+        .ok_or_else(|| unknown_plan(&run))?;
+    let _ = sender.send(Decision::Approve {
+        viewed: body.viewed_full_prompt,
+    });
+    Ok(ok_json(&json!({"ok": true, "runId": run})))
+}
+
+/// `POST /api/agent/plans/:run/reject` → `{ok}`: the plan is discarded, nothing is sent.
+async fn reject(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
+    let sender = state
+        .agents
+        .lock()
+        .get_mut(&run)
+        .and_then(|p| p.decide.take())
+        .ok_or_else(|| unknown_plan(&run))?;
+    let _ = sender.send(Decision::Reject);
+    Ok(ok_json(&json!({"ok": true, "runId": run})))
+}
+
+/// `GET /api/agent/runs` → `{ok, runs}`: the kept run records, oldest first.
+async fn runs(State(state): State<AppState>) -> Response {
+    ok_json(&json!({"ok": true, "runs": agent::list_runs(&state.project)}))
+}
+
+/// `GET /api/agent/profiles` → `{ok, profiles: [{profileId, model, thinkingLevel, promptStack,
+/// ready, problem?}]}`: the profiles delegation may use (enabled in subagents.json).
+async fn profiles(State(state): State<AppState>) -> Response {
+    let snapshot = state.ws.snapshot();
+    let paths = paths(&state);
+    let mut out = Vec::new();
+    for entry in &snapshot.profiles {
+        let key = entry.key.to_string();
+        let request = PlanRequest {
+            profile: &key,
+            task: "readiness check",
+            timeout_ms: None,
+            parent_session: None,
+        };
+        let check = agent::prepare_plan(
+            &snapshot,
+            &paths,
+            &request,
+            &agent::new_ids(),
+            local_clock(),
+        );
+        let problem = match &check {
+            Ok(_) => None,
+            Err(d) if d.iter().any(|d| d.code == "host.profile-disabled") => continue,
+            Err(d) => d.first().map(|d| d.message.clone()),
+        };
+        let profile = &entry.parsed.profile;
+        out.push(json!({
+            "profileId": key,
+            "model": format!("{}/{}", profile.model.provider, profile.model.id),
+            "thinkingLevel": profile.thinking_level.as_str(),
+            "promptStack": profile.prompt_stack,
+            "ready": problem.is_none(),
+            "approval": "required",
+            "problem": problem,
+        }));
+    }
+    ok_json(&json!({"ok": true, "profiles": out}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SubagentMessage {
+    session_id: String,
+    profile: String,
+    task: String,
+}
+
+/// `POST /api/host/:id/subagent` `{sessionId, profile, task}` (the `forge_subagent` tool) →
+/// `{ok, text, runId?, record?}` once the plan was decided and, if approved, run. `ok: false`
+/// (the tool result is an error) when it could not be prepared, was rejected or cancelled, or
+/// the run did not complete.
+async fn host_subagent(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: SubagentMessage = parse(body, "subagent")?;
+    state.live.with_host(&id, &message.session_id, |_| ())?;
+    let ids = agent::new_ids();
+    let clock = local_clock();
+    let snapshot = state.ws.snapshot();
+    let request = PlanRequest {
+        profile: &message.profile,
+        task: &message.task,
+        timeout_ms: None,
+        parent_session: Some(&message.session_id),
+    };
+    let prepared = match agent::prepare_plan(&snapshot, &paths(&state), &request, &ids, clock) {
+        Ok(plan) => plan,
+        Err(diags) => {
+            let text = diags
+                .iter()
+                .filter(|d| d.level == forge_core::diag::Level::Error)
+                .map(|d| format!("{}: {}", d.code, d.message))
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Ok(ok_json(
+                &json!({"ok": false, "text": format!("Subagent not prepared: {text}")}),
+            ));
+        }
+    };
+    let run_id = prepared.plan.run_id.clone();
+    let (tx, rx) = oneshot::channel();
+    state.agents.lock().insert(
+        run_id.clone(),
+        Pending {
+            profile: message.profile.clone(),
+            task: message.task.clone(),
+            plan: prepared,
+            ids,
+            clock,
+            parent_session: Some(message.session_id.clone()),
+            created_at: crate::live::now_iso(),
+            decide: Some(tx),
+        },
+    );
+    let mut notice = serde_json::Map::new();
+    notice.insert(
+        "message".into(),
+        json!(format!(
+            "pi-forge: subagent plan {run_id} for {} waits for your approval: http://127.0.0.1:{}/",
+            message.profile, state.port
+        )),
+    );
+    notice.insert("level".into(), json!("info"));
+    let _ =
+        tokio::time::timeout(Duration::from_secs(2), state.live.command("notify", notice)).await;
+    let decision = tokio::time::timeout(APPROVAL_WAIT, rx).await;
+    let Some(pending) = state.agents.lock().remove(&run_id) else {
+        return Err(unknown_plan(&run_id));
+    };
+    let viewed = match decision {
+        Ok(Ok(Decision::Approve { viewed })) => viewed,
+        Ok(Ok(Decision::Reject)) => {
+            return Ok(ok_json(
+                &json!({"ok": false, "runId": run_id, "text": REJECTED_REASON}),
+            ))
+        }
+        _ => {
+            return Ok(ok_json(&json!({"ok": false, "runId": run_id,
+                "text": "Subagent run cancelled: nobody approved the plan in time."})))
+        }
+    };
+    let _permit = state
+        .agents
+        .children
+        .acquire()
+        .await
+        .map_err(|_| ApiError::internal("the child-run limiter closed"))?;
+    let approval = agent::human_approval(&pending.plan, viewed, "web");
+    let project = state.project.clone();
+    let plan = pending.plan;
+    let record = tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval))
+        .await
+        .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")))?
+        .map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
+    let completed = record["status"] == "completed";
+    let text = if completed {
+        match agent::verified_answer(&state.project, &run_id) {
+            Ok(answer) => format!("{answer}\n\n{}", run_line(&record)),
+            Err(e) => format!("Subagent failed: {e:#}"),
+        }
+    } else {
+        format!(
+            "Subagent failed: {}",
+            forge_core::json::to_compact(&json!({
+                "status": record["status"],
+                "error": record["error"],
+                "runId": run_id,
+            }))
+        )
+    };
+    Ok(ok_json(
+        &json!({"ok": completed, "runId": run_id, "text": text, "record": record}),
+    ))
+}
+
+/// The run facts the parent model sees after the answer.
+fn run_line(record: &Value) -> String {
+    let usage = &record["usage"];
+    format!(
+        "[pi-forge subagent {} · {} · thinking {} · {} ms · {} input / {} output tokens]",
+        record["runId"].as_str().unwrap_or("?"),
+        record["model"].as_str().unwrap_or("?"),
+        record["usedThinkingLevel"]
+            .as_str()
+            .or(record["thinkingLevel"].as_str())
+            .unwrap_or("?"),
+        record["durationMs"],
+        usage["input"].as_u64().unwrap_or(0),
+        usage["output"].as_u64().unwrap_or(0),
+    )
+}
+
+/// Shared so other modules can hold it.
+pub type Agents = Arc<AgentHub>;
