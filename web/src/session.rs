@@ -13,7 +13,7 @@
 
 use forge_core::api::{CapabilityChoices, CapabilityStateAnswer};
 use forge_core::capability::view::{
-    ActiveView, CapabilityStateView, Choice, ChoiceKind, Delivery, ViewGuard,
+    ActiveView, CapabilityStateView, Choice, ChoiceKind, ViewGuard,
 };
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -21,9 +21,9 @@ use serde_json::{json, Value};
 
 use crate::api;
 use crate::session_text::{
-    active_count, choice_value, delivery_text, kind_name, patch_text, presentation_text,
-    session_leaf, short_fingerprint, tool_change_text, NO_SESSION, PICKER_OUTDATED, RESET_STALE,
-    RESTORING_ENABLE, STALE_ENABLE, UNTRUSTED_ENABLE,
+    active_count, badge_text, choice_value, delivery_text, kind_name, patch_text,
+    presentation_text, session_leaf, short_fingerprint, tool_change_text, NO_SESSION,
+    PICKER_OUTDATED, RESET_STALE, RESTORING_ENABLE, STALE_ENABLE, UNTRUSTED_ENABLE,
 };
 use crate::state::{app, App, Tone};
 
@@ -269,10 +269,7 @@ pub fn SessionBadge(go: Callback<()>) -> impl IntoView {
         app.cap_state.with(|s| {
             s.as_ref().map(|s| {
                 let delivery = s.delivery.as_str();
-                let text = match s.delivery {
-                    Delivery::None => active_count(s.active.len()),
-                    _ => format!("{} · {delivery}", active_count(s.active.len())),
-                };
+                let text = badge_text(s.active.len(), s.delivery);
                 let title = format!(
                     "Capabilities in this session: {}, delivery {delivery}, session {}{}",
                     active_count(s.active.len()),

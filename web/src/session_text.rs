@@ -79,6 +79,14 @@ pub fn active_count(n: usize) -> String {
     format!("{n} active")
 }
 
+/// The top bar's summary: the count, and the delivery state unless there is nothing to deliver.
+pub fn badge_text(active: usize, delivery: Delivery) -> String {
+    match delivery {
+        Delivery::None => active_count(active),
+        _ => format!("{} · {}", active_count(active), delivery.as_str()),
+    }
+}
+
 /// What the delivery state means.
 pub fn delivery_text(delivery: Delivery) -> &'static str {
     match delivery {
@@ -184,6 +192,9 @@ mod tests {
     fn summary_and_explanations() {
         assert_eq!(active_count(0), "0 active");
         assert_eq!(active_count(2), "2 active");
+        assert_eq!(badge_text(0, Delivery::None), "0 active");
+        assert_eq!(badge_text(1, Delivery::Pending), "1 active · pending");
+        assert_eq!(badge_text(2, Delivery::Prepared), "2 active · prepared");
         assert!(delivery_text(Delivery::Prepared).ends_with("not that it complies."));
         assert_eq!(
             presentation_text(TextPresentation::Native),
