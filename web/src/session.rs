@@ -351,15 +351,9 @@ fn SessionView() -> impl IntoView {
                 {field(|s| format!("delivery: {}", s.delivery.as_str()))}
             </span>
             <span class="session-ids" title=ids_title>{field(|s| session_leaf(&s.guard))}</span>
-            <Show when=move || !trusted()>
-                <span class="badge warn untrusted-badge" title=UNTRUSTED_ENABLE>"untrusted"</span>
-            </Show>
-            <Show when=restoring>
-                <span class="badge warn restoring-badge">"restoring"</span>
-            </Show>
-            <Show when=move || p.stale.get()>
-                <span class="badge error stale-badge" title=STALE_ENABLE>"stale"</span>
-            </Show>
+            {move || (!trusted()).then(|| view! { <span class="badge warn untrusted-badge" title=UNTRUSTED_ENABLE>"untrusted"</span> })}
+            {move || restoring().then(|| view! { <span class="badge warn restoring-badge">"restoring"</span> })}
+            {move || p.stale.get().then(|| view! { <span class="badge error stale-badge" title=STALE_ENABLE>"stale"</span> })}
         </header>
         {move || problem().map(|text| view! { <p class="banner warn session-problem" role="alert">{text}</p> })}
         <div class="session-grid">
@@ -435,9 +429,7 @@ fn ActiveList() -> impl IntoView {
                 </div>
             })}
             {move || p.notice.get().map(|text| view! { <p class="banner warn session-notice" role="status">{text}</p> })}
-            <Show when=move || active.with(Vec::is_empty)>
-                <p class="muted session-empty-active">"No capability is active in this session."</p>
-            </Show>
+            {move || active.with(Vec::is_empty).then(|| view! { <p class="muted session-empty-active">"No capability is active in this session."</p> })}
             <ul class="active-cards">
                 <For each=move || active.get() key=|a| a.activation_id.clone() let:a>
                     <ActiveCard a/>
