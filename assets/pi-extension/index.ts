@@ -120,6 +120,9 @@ export default function piForge(pi: ExtensionAPI) {
 	// Capabilities, mirrored from the server: whether requests need the projected text, and the
 	// tools the guard blocks with the reason the model is told.
 	let capabilityText = false;
+	// Subagent approval dialogs: shown one at a time, each dismissable when the editor decides.
+	let dialogs: Promise<void> = Promise.resolve();
+	const planDialogs = new Map<string, AbortController>();
 	let blockedTools: Record<string, string> = {};
 	// Payload capture: a bounded queue drained in order, so usage follows its request.
 	let captureOn = true;
@@ -281,11 +284,48 @@ export default function piForge(pi: ExtensionAPI) {
 				if (allowedTools && Array.isArray(command.tools)) allowedTools = pi.getActiveTools();
 				mirrorCapabilities(command);
 				return { ok: true, activeTools: pi.getActiveTools() };
+			case "approvePlan": {
+				// Subagent approval in Pi: one dialog at a time; the editor may decide first.
+				if (!ctx.hasUI) return { ok: true, shown: false };
+				const runId = String(command.runId);
+				const abort = new AbortController();
+				planDialogs.set(runId, abort);
+				dialogs = dialogs.then(() => reviewPlan(ctx, command, abort.signal)).catch(() => undefined);
+				return { ok: true, shown: true };
+			}
+			case "dismissPlan":
+				planDialogs.get(String(command.runId))?.abort();
+				planDialogs.delete(String(command.runId));
+				return { ok: true };
 			case "notify":
 				if (ctx.hasUI) ctx.ui.notify(String(command.message), command.level === "error" ? "error" : "info");
 				return { ok: true };
 			default:
 				return { ok: false, error: `unknown command ${String(command.kind)}; update the extension with \`pi-forge pi install\`` };
+		}
+	}
+
+	/** The review of a subagent plan: approve, view the full prompt (read-only), or reject. */
+	async function reviewPlan(ctx: ExtensionContext, command: Obj, signal: AbortSignal) {
+		const runId = String(command.runId);
+		let viewed = false;
+		for (;;) {
+			if (signal.aborted) return;
+			const choice = await ctx.ui.select(String(command.review), ["Approve and run", "View full prompt", "Reject"], { signal });
+			if (signal.aborted) return;
+			if (choice === "View full prompt") {
+				viewed = true;
+				await ctx.ui.editor("Full prompt (read-only: edits are ignored)", String(command.fullPrompt));
+				continue;
+			}
+			const c = conn;
+			if (!c) return;
+			const approve = choice === "Approve and run";
+			const path = `/api/agent/plans/${encodeURIComponent(runId)}/${approve ? "approve" : "reject"}`;
+			const body = approve ? { executionFingerprint: command.executionFingerprint, viewedFullPrompt: viewed, from: "pi" } : {};
+			await call(c, "POST", path, body).catch((e) => ctx.ui.notify(`pi-forge: ${errorText(e)}`, "error"));
+			planDialogs.delete(runId);
+			return;
 		}
 	}
 

@@ -415,6 +415,12 @@ pub struct ProfileCollection {
     /// The models the live Pi offers (empty without one).
     pub models: Vec<ModelChoice>,
     pub prompt_stacks: Vec<StackChoice>,
+    /// The profile a fresh session applies (spec A8), as a selector; `None` when none would.
+    #[serde(default)]
+    pub auto_applies: Option<String>,
+    /// Every profile that sets `autoActivate: true`, as selectors; more than one is a conflict.
+    #[serde(default)]
+    pub auto_claimants: Vec<String>,
 }
 
 /// `POST /api/profiles/validate` and `POST /api/profiles/:sel/preview`.

@@ -889,7 +889,7 @@ fn profile_stack_references_are_checked_on_load() {
     assert_eq!(
         find("broken"),
         vec![(
-            Level::Warning,
+            Level::Error,
             "Prompt stack project:bad has errors; this profile cannot be applied until they are fixed.".to_string(),
             Some("promptStack".to_string())
         )]

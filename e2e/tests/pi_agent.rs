@@ -444,3 +444,63 @@ fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
     assert_eq!(runs["runs"][0]["approval"]["from"], "web");
     assert_eq!(runs["runs"][0]["approval"]["viewedFullPrompt"], true);
 }
+
+#[test]
+fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/c.rs"}),
+    );
+    pi.send(json!({"type": "prompt", "message": "delegate it"}));
+    let is_select = |e: &Value| e["type"] == "extension_ui_request" && e["method"] == "select";
+    let review = pi.wait("the approval dialog", is_select);
+    let title = review["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Subagent approval: project:reviewer\n"),
+        "{title}"
+    );
+    assert_eq!(
+        review["options"],
+        json!(["Approve and run", "View full prompt", "Reject"])
+    );
+    pi.send(
+        json!({"type": "extension_ui_response", "id": review["id"], "value": "View full prompt"}),
+    );
+    let editor = pi.wait("the full prompt", |e| {
+        e["type"] == "extension_ui_request" && e["method"] == "editor"
+    });
+    let full = editor["prefill"].as_str().unwrap_or_default();
+    assert!(
+        full.contains("--- SYSTEM PROMPT ---\nYou are CHILD REVIEWER."),
+        "{editor}"
+    );
+    assert!(
+        ws.model.bodies().len() == 1,
+        "nothing was sent while reviewing"
+    );
+    pi.send(json!({"type": "extension_ui_response", "id": editor["id"], "cancelled": true}));
+    let again = pi.wait("the approval dialog again", is_select);
+    pi.send(
+        json!({"type": "extension_ui_response", "id": again["id"], "value": "Approve and run"}),
+    );
+    let settled = pi.wait("agent_settled", |e| e["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], false);
+    let (_, runs) = ws.api("GET", "/api/agent/runs", "");
+    let run = &runs["runs"][0];
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["approval"]["from"], "pi");
+    assert_eq!(run["approval"]["viewedFullPrompt"], true);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 3, "parent, child, parent");
+    assert_eq!(message_texts(&bodies[1])[2].1, "Review src/c.rs");
+}

@@ -2091,3 +2091,42 @@ async fn try_it_applies_counted_quantifiers() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Issue 17, point 10: at 390 px the item editor sits under a long item list; tapping an item
+/// scrolls its editor into view (it used to stay off-screen below the list).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_phone_width_a_tapped_items_editor_scrolls_into_view() {
+    let mut long = sample_stack("long", "Long", "First.");
+    let items = long["items"].as_array_mut().unwrap();
+    for k in 0..16 {
+        items.push(json!({ "kind": "block", "id": format!("b{k}"), "role": "user", "content": format!("Block {k}.") }));
+    }
+    let (_server, browser) = start(&[long], "long").await;
+    browser.viewport(390, 844).await;
+    let on_screen = "const r = document.querySelector(arguments[0]).getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight - 80;";
+    browser.click(".item-row[data-index='2']").await;
+    browser
+        .wait_js(
+            "the tapped item's editor",
+            "return document.querySelector('textarea[name=item-content]').value;",
+            json!("Block 0."),
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while browser.js(on_screen, vec![json!(".item-editor")]).await != json!(true) {
+        if Instant::now() > deadline {
+            let [_, y, _, h] = browser.rect(".item-editor").await;
+            panic!("the item editor stays off-screen at 390 px: top {y}, height {h}, viewport 844");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        browser
+            .js(on_screen, vec![json!("textarea[name=item-content]")])
+            .await,
+        json!(true),
+        "the content field is on screen"
+    );
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

@@ -2,10 +2,12 @@
 //!
 //! `pi-forge ui` runs without a live Pi session here, so profiles cannot be applied: the Apply
 //! button is disabled and says why (`rows_and_detail_explain_themselves…`). The apply, drift and
-//! rollback parts of scenarios 7, 8 and 10 (and the model datalists of scenario 9, which need
-//! Pi's model registry) need a real Pi and belong to the live-bridge tests (`pi_*.rs`);
-//! everything else is covered here, with exact values.
+//! rollback parts of scenarios 7, 8 and 10 need a real Pi and belong to the live-bridge tests
+//! (`pi_*.rs`); the one test here that needs Pi's model registry (the model datalists and the
+//! unknown-model warning) starts a real Pi through the same harness (`pi/`). Everything else is
+//! covered here, with exact values.
 
+mod pi;
 mod support;
 
 use std::time::Duration;
@@ -960,6 +962,426 @@ async fn rows_and_detail_explain_themselves_and_the_form_takes_focus() {
     assert_eq!(focused_name(&browser).await, json!("profile-id"));
     assert_eq!(browser.count(".profile-editor .field-note").await, 0);
     browser.click(".profile-editor button.cancel").await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 17, point 9: profiles
+
+/// A schema-2 Preset with one system block of `content` and the chat history.
+fn stack_with(id: &str, content: &str) -> String {
+    pretty(&json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": id,
+        "items": [
+            { "kind": "block", "id": "1", "role": "system", "content": content },
+            { "kind": "slot", "id": "2", "slot": "chat-history" }
+        ]
+    }))
+}
+
+/// The `[text, aria-label]` of every badge in a row's state line.
+async fn row_badges(browser: &Browser, row: &str) -> Value {
+    browser
+        .js(
+            "return [...document.querySelectorAll(arguments[0])].map(b => [b.textContent, b.getAttribute('aria-label')]);",
+            vec![json!(format!("{row} .row-detail .badge"))],
+        )
+        .await
+}
+
+/// The `[level, message]` of every diagnostic the profile detail lists.
+async fn detail_diagnostics(browser: &Browser) -> Value {
+    browser
+        .js(
+            "return [...document.querySelectorAll('.profile-detail .diagnostic-list .diagnostic')].map(d => [d.querySelector('.level').textContent, d.querySelector('.message').textContent]);",
+            vec![],
+        )
+        .await
+}
+
+const TONE_WARNING: &str = "Preset project:loose: Template in item 1, line 1, column 1 reads parameters.tone, which this Preset does not define: it renders as nothing.";
+
+/// 9.1: only errors fail a preflight. The problem that blocks a profile whose Preset is broken
+/// is an error (the row counts it as one); a Preset's warnings are shown on the profile as
+/// warnings, and it stays ready to apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_errors_fail_the_preflight_and_warnings_stay_warnings() {
+    let server = Server::start_with(
+        &[
+            (
+                &file(STACKS, "strict"),
+                &stack_with("strict", "Review.\n{% if parameters.strict %}Be strict."),
+            ),
+            (
+                &file(STACKS, "loose"),
+                &stack_with("loose", "{{ parameters.tone }}"),
+            ),
+            (
+                &file(PROFILES, "scout"),
+                &pretty(&profile("scout", "Scout", "low", Some("strict"))),
+            ),
+            (
+                &file(PROFILES, "ranger"),
+                &pretty(&profile("ranger", "Ranger", "low", Some("loose"))),
+            ),
+        ],
+        &[],
+    );
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    show(&browser, "Profiles").await;
+
+    let scout = ".profile-row[data-selector='project:scout']";
+    let ranger = ".profile-row[data-selector='project:ranger']";
+    browser.wait_css(scout).await;
+    assert_eq!(
+        row_badges(&browser, scout).await,
+        json!([["preflight failed", null], ["1 ✕", "1 error"]]),
+        "the problem that fails the preflight is counted as an error"
+    );
+    assert_eq!(row_badges(&browser, ranger).await, json!([]));
+
+    browser.click(scout).await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Preflight failed")
+        .await;
+    let levels: Vec<String> = serde_json::from_value(detail_diagnostics(&browser).await)
+        .map(|d: Vec<(String, String)>| d.into_iter().map(|(level, _)| level).collect())
+        .unwrap();
+    assert_eq!(levels, ["error", "error"]);
+
+    browser.click(ranger).await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Ready to apply")
+        .await;
+    assert_eq!(
+        detail_diagnostics(&browser).await,
+        json!([["warning", TONE_WARNING]])
+    );
+    // Without a live session the note is about the session, not the preflight.
+    assert_eq!(
+        browser.text(".profile-detail .apply-note").await.as_deref(),
+        Some("Apply needs a live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install). The preflight below shows what it would do.")
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// 9.2: the Preset a profile uses opens in the Presets surface, from the detail and from the
+/// form (which asks first when it has unsaved changes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profiles_preset_opens_in_the_presets_surface() {
+    let server = Server::start_with(
+        &[
+            (&file(STACKS, "default"), &stack("default", "Default")),
+            (&file(STACKS, "alternate"), &stack("alternate", "Alternate")),
+            (
+                &file(PROFILES, "scout"),
+                &pretty(&profile("scout", "Scout", "low", Some("default"))),
+            ),
+        ],
+        &[],
+    );
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_text(".status", "Loaded alternate").await;
+    show(&browser, "Profiles").await;
+
+    let link = ".profile-detail .transition button.open-preset";
+    browser.wait_css(link).await;
+    assert_eq!(browser.text(link).await.as_deref(), Some("project:default"));
+    browser.click(link).await;
+    browser.wait_css(".presets .editor").await;
+    browser
+        .wait_eq(".editor code.selector", "project:default")
+        .await;
+
+    // From the form: a dirty form asks first; Cancel stays, Discard opens the Preset.
+    browser.click_text(".surface-tab", "Profiles").await;
+    browser.wait_css(".profile-detail button.edit").await;
+    browser.click(".profile-detail button.edit").await;
+    browser.wait_css("input[name=profile-name]").await;
+    let form_link = ".profile-editor button.open-preset";
+    assert_eq!(
+        browser.text(form_link).await.as_deref(),
+        Some("Open this Preset")
+    );
+    browser
+        .fill("input[name=profile-name]", "Scout draft")
+        .await;
+    browser.wait_css(".profile-editor .badge.dirty").await;
+    browser.click(form_link).await;
+    browser
+        .wait_eq(".modal #dialog-title", "Discard unsaved changes?")
+        .await;
+    assert_eq!(
+        browser.text(".modal p").await.as_deref(),
+        Some("You have unsaved changes. Opening the Preset discards them.")
+    );
+    browser.click(".modal button.cancel").await;
+    browser.wait_count(".modal", 0).await;
+    assert_eq!(
+        browser.value("input[name=profile-name]").await,
+        "Scout draft"
+    );
+    browser.click(form_link).await;
+    browser.wait_css(".modal button.confirm").await;
+    browser.click(".modal button.confirm").await;
+    browser.wait_css(".presets .editor").await;
+    browser
+        .wait_eq(".editor code.selector", "project:default")
+        .await;
+    assert_eq!(
+        server.read(&file(PROFILES, "scout")),
+        pretty(&profile("scout", "Scout", "low", Some("default")))
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// 9.4: the profile a fresh session applies carries an "Auto-applies" badge (A8: a project
+/// claimant beats a global one; two project claimants mean none applies), and several
+/// claimants are a warning that says which one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auto_applying_profile_is_marked_and_rival_claims_are_a_warning() {
+    let mut lead = profile("lead", "Lead", "low", Some("default"));
+    lead["autoActivate"] = json!(true);
+    let mut helper = profile("helper", "Helper", "low", None);
+    helper["autoActivate"] = json!(true);
+    let server = Server::start_with(
+        &[
+            (&file(STACKS, "default"), &stack("default", "Default")),
+            (&file(PROFILES, "lead"), &pretty(&lead)),
+            (
+                &file(PROFILES, "scout"),
+                &pretty(&profile("scout", "Scout", "low", Some("default"))),
+            ),
+        ],
+        &[],
+    );
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_text(".status", "Loaded default").await;
+    show(&browser, "Profiles").await;
+
+    let lead_row = ".profile-row[data-selector='project:lead']";
+    browser.wait_css(lead_row).await;
+    assert_eq!(
+        browser
+            .text(&format!("{lead_row} .row-badges"))
+            .await
+            .as_deref(),
+        Some("projectAuto-applies")
+    );
+    assert_eq!(browser.count(".profile-row .auto-applies").await, 1);
+    browser.wait_text(".profile-detail h2", "Lead").await;
+    assert_eq!(
+        browser
+            .text(".profile-detail .title-line .auto-applies")
+            .await
+            .as_deref(),
+        Some("Auto-applies")
+    );
+    assert_eq!(browser.count(".auto-conflict").await, 0, "one claimant");
+
+    // A global claimant: the project one still wins, and the rivalry is a warning.
+    server.write_external(&file(GLOBAL_PROFILES, "helper"), &pretty(&helper));
+    browser
+        .wait_css(".profile-row[data-selector='global:helper']")
+        .await;
+    browser
+        .wait_eq(
+            ".profiles .auto-conflict",
+            "Several profiles set autoActivate: global:helper, project:lead. Only project:lead applies when a session starts.",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('.profile-row .auto-applies')].map(b => b.closest('.profile-row').dataset.selector);",
+                vec![]
+            )
+            .await,
+        json!(["project:lead"])
+    );
+
+    // A second project claimant: the project's claim is ambiguous, so none applies.
+    let mut scout = profile("scout", "Scout", "low", Some("default"));
+    scout["autoActivate"] = json!(true);
+    server.write_external(&file(PROFILES, "scout"), &pretty(&scout));
+    browser
+        .wait_eq(
+            ".profiles .auto-conflict",
+            "Several profiles set autoActivate: global:helper, project:lead, project:scout. None applies when a session starts.",
+        )
+        .await;
+    browser.wait_count(".auto-applies", 0).await;
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// 9.5: in dark mode a disabled Apply does not look like an enabled primary button. And 9.3
+/// without a live session: no model list, so no model warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_apply_looks_disabled_in_dark_mode() {
+    let server = Server::start_with(
+        &[
+            (&file(STACKS, "default"), &stack("default", "Default")),
+            (
+                &file(PROFILES, "scout"),
+                &pretty(&profile("scout", "Scout", "low", Some("default"))),
+            ),
+        ],
+        &[],
+    );
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_text(".status", "Loaded default").await;
+    browser.click("button.theme-toggle").await;
+    assert_eq!(
+        browser
+            .js(
+                "return document.documentElement.getAttribute('data-theme');",
+                vec![]
+            )
+            .await,
+        json!("dark")
+    );
+    show(&browser, "Profiles").await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Ready to apply")
+        .await;
+    let look = "const s = getComputedStyle(document.querySelector(arguments[0])); return [s.backgroundColor, s.color, s.opacity];";
+    assert!(!browser.enabled(".profile-detail button.apply").await);
+    let disabled = browser
+        .js(look, vec![json!(".profile-detail button.apply")])
+        .await;
+    assert_eq!(
+        disabled,
+        json!(["rgb(35, 38, 45)", "rgb(154, 160, 173)", "0.8"])
+    );
+
+    // An enabled primary button (Create in a new profile's form) keeps the accent.
+    browser.click(".new-profile").await;
+    browser.fill("input[name=profile-id]", "second").await;
+    browser.fill("input[name=profile-provider]", "test").await;
+    browser.fill("input[name=profile-model]", "whatever").await;
+    assert!(browser.enabled(".profile-editor button.save-profile").await);
+    let enabled = browser
+        .js(look, vec![json!(".profile-editor button.save-profile")])
+        .await;
+    assert_eq!(
+        enabled,
+        json!(["rgb(142, 162, 255)", "rgb(16, 18, 26)", "1"])
+    );
+    // No live session, no model list: nothing to check a model against.
+    assert_eq!(browser.count(".model-warning").await, 0);
+    assert_eq!(browser.count("#model-ids option").await, 0);
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+const LIVE_LOOSE: &str = r#"{
+  "schemaVersion": 2,
+  "type": "pi-forge.prompt-stack",
+  "id": "loose",
+  "items": [
+    { "id": "1", "kind": "block", "role": "system", "content": "{{ parameters.tone }}" },
+    { "id": "2", "kind": "slot", "slot": "chat-history" }
+  ]
+}
+"#;
+
+/// A profile of the fake provider's `model` on the `loose` Preset.
+fn live_profile(id: &str, model: &str) -> String {
+    pretty(&json!({
+        "schemaVersion": 1,
+        "type": "pi-forge.agent-profile",
+        "id": id,
+        "model": { "provider": "fake", "id": model },
+        "thinkingLevel": "low",
+        "promptStack": "loose"
+    }))
+}
+
+/// 9.1 and 9.3 with a real Pi: a warning (the Preset's, or a model Pi does not report) leaves
+/// Apply enabled; the form suggests Pi's models and warns about one it does not report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_pi_warnings_keep_apply_enabled_and_unknown_models_are_flagged() {
+    let ws = pi::Workspace::new(&[
+        (".pi/forge/prompt-stacks/loose.json", LIVE_LOOSE),
+        (
+            ".pi/forge/agent-profiles/typo.json",
+            &live_profile("typo", "fake-9"),
+        ),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let browser = ws.browser().await;
+    browser.click_text(".surface-tab", "Profiles").await;
+    browser
+        .wait_text(".profile-detail .preflight strong", "Ready to apply")
+        .await;
+    browser
+        .wait_css(".profile-detail button.apply:not([disabled])")
+        .await;
+    assert_eq!(
+        detail_diagnostics(&browser).await,
+        json!([
+            ["warning", TONE_WARNING],
+            [
+                "warning",
+                "Model fake/fake-9 is not among the models Pi reports."
+            ]
+        ])
+    );
+
+    browser.click(".profile-detail button.edit").await;
+    browser.wait_css("input[name=profile-model]").await;
+    let warning = ".profile-editor .model-warning";
+    browser
+        .wait_eq(
+            warning,
+            "Model fake/fake-9 is not among the models Pi reports.",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('#model-ids option')].map(o => o.value);",
+                vec![]
+            )
+            .await,
+        json!(["fake-1", "fake-2"])
+    );
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('#model-providers option')].map(o => o.value);",
+                vec![]
+            )
+            .await,
+        json!(["fake"])
+    );
+    browser.fill("input[name=profile-model]", "fake-2").await;
+    browser.wait_count(warning, 0).await;
+    browser.fill("input[name=profile-provider]", "fak").await;
+    browser
+        .wait_eq(
+            warning,
+            "Model fak/fake-2 is not among the models Pi reports.",
+        )
+        .await;
+    // A warning, not an error: Save stays enabled.
+    assert!(browser.enabled(".profile-editor button.save-profile").await);
 
     browser.assert_no_errors().await;
     browser.close().await;

@@ -817,6 +817,8 @@ fn profiles_collection_crud_validate_preview_status() {
         .unwrap()
         .iter()
         .any(|s| s["selector"] == "project:alpha"));
+    assert_eq!(collection["autoApplies"], Value::Null);
+    assert_eq!(collection["autoClaimants"], json!([]));
 
     let response = f.get("/api/profiles/scout");
     assert!(response.headers().contains_key("etag"));
@@ -869,6 +871,15 @@ fn profiles_collection_crud_validate_preview_status() {
     let (code, _, body) = f.send(Method::POST, "/api/profiles", &json!({"profile": created}));
     assert_eq!(code, StatusCode::CREATED, "{body}");
     let scout2_revision = body["revision"].as_str().unwrap().to_string();
+    // An auto-activating profile is the one a fresh session applies (A8).
+    let mut lead = created.clone();
+    lead["id"] = json!("lead");
+    lead["autoActivate"] = json!(true);
+    let (code, _, body) = f.send(Method::POST, "/api/profiles", &json!({"profile": lead}));
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    let collection = f.get_json("/api/profiles");
+    assert_eq!(collection["autoApplies"], "project:lead");
+    assert_eq!(collection["autoClaimants"], json!(["project:lead"]));
     let mut edited = created.clone();
     edited["promptStack"] = json!("alpha");
     let (code, _, body) = f.send(

@@ -134,6 +134,34 @@ pub fn ItemsTab() -> impl IntoView {
     }
 }
 
+/// Below the phone breakpoint the item editor sits under the list: after a tap on an item,
+/// scroll its editor into view. Nothing moves when the editor's top is already on screen (as
+/// beside the list on a desktop).
+fn reveal_item_editor() {
+    request_animation_frame(|| {
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        let Some(el) = window
+            .document()
+            .and_then(|d| d.query_selector(".item-editor").ok().flatten())
+        else {
+            return;
+        };
+        let height = window
+            .inner_height()
+            .ok()
+            .and_then(|h| h.as_f64())
+            .unwrap_or(0.0);
+        let top = el.get_bounding_client_rect().top();
+        if top < 0.0 || top > height - 80.0 {
+            let options = web_sys::ScrollIntoViewOptions::new();
+            options.set_block(web_sys::ScrollLogicalPosition::Start);
+            el.scroll_into_view_with_scroll_into_view_options(&options);
+        }
+    });
+}
+
 #[component]
 fn ItemRow(
     i: usize,
@@ -200,7 +228,7 @@ fn ItemRow(
             class:selected=selected
             class:disabled=move || !enabled()
             class:drop-target=move || drop_at.get() == Some(i) && dragging.get() != Some(i)
-            on:click=move |_| ed.item.set(Some(i))
+            on:click=move |_| { ed.item.set(Some(i)); reveal_item_editor(); }
             on:keydown=on_key
             on:dragstart=move |e: ev::DragEvent| {
                 dragging.set(Some(i));

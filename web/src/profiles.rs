@@ -15,7 +15,7 @@ use forge_core::diag::{Diagnostic, Level};
 use crate::api::{self, seg};
 use crate::jp;
 use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
-use crate::state::{self, app, App, Tone, NO_LIVE_SESSION};
+use crate::state::{self, app, App, Surface, Tone, NO_LIVE_SESSION};
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -147,6 +147,7 @@ pub fn ProfilesSurface() -> impl IntoView {
             <ProfileSidebar/>
             <main class="workspace">
                 <ProfileStatus/>
+                {move || p.collection.with(auto_conflict).map(|text| view! { <p class="banner warn auto-conflict" role="status">{text}</p> })}
                 {move || {
                     if p.form.editing.with(Option::is_some) {
                         return view! { <ProfileEditor/> }.into_any();
@@ -168,6 +169,55 @@ pub fn ProfilesSurface() -> impl IntoView {
             </main>
         </div>
     }
+}
+
+/// A8: when several profiles set `autoActivate`, which one a fresh session applies (or that
+/// none does).
+fn auto_conflict(c: &ProfileCollection) -> Option<String> {
+    if c.auto_claimants.len() < 2 {
+        return None;
+    }
+    let outcome = match &c.auto_applies {
+        Some(sel) => format!("Only {sel} applies when a session starts."),
+        None => "None applies when a session starts.".into(),
+    };
+    Some(format!(
+        "Several profiles set autoActivate: {}. {outcome}",
+        c.auto_claimants.join(", ")
+    ))
+}
+
+/// Whether `selector` is the profile a fresh session applies.
+fn auto_applies(p: Profiles, selector: &str) -> bool {
+    p.collection
+        .with(|c| c.auto_applies.as_deref() == Some(selector))
+}
+
+/// The badge of the profile a fresh session applies.
+fn auto_badge() -> impl IntoView {
+    view! { <span class="badge active auto-applies" title="Applied automatically when a Pi session starts">"Auto-applies"</span> }
+}
+
+/// Why a model is suspicious: Pi reports its models and this one is not among them. Nothing
+/// when Pi reports none (no live session) or the model is not filled in yet.
+fn unknown_model(c: &ProfileCollection, provider: &str, id: &str) -> Option<String> {
+    let (provider, id) = (provider.trim(), id.trim());
+    if c.models.is_empty() || provider.is_empty() || id.is_empty() {
+        return None;
+    }
+    let known = c
+        .models
+        .iter()
+        .any(|m| m.provider == provider && m.id == id);
+    (!known).then(|| format!("Model {provider}/{id} is not among the models Pi reports."))
+}
+
+/// Opens a Preset in the Presets surface (asking first when this surface has unsaved work).
+fn open_preset(app: App, selector: String) {
+    app.guard("Opening the Preset", move || {
+        app.surface.set(Surface::Presets);
+        state::open_stack(app, selector.clone());
+    });
 }
 
 fn new_profile(p: Profiles) {
@@ -249,6 +299,7 @@ fn ProfileSidebar() -> impl IntoView {
                                     <span class="row-id">{e.common.selector.clone()}</span>
                                     <span class="row-badges">
                                         <span class="badge muted">{e.common.scope.clone()}</span>
+                                        {auto_applies(p, &e.common.selector).then(auto_badge)}
                                     </span>
                                     // What it sets, then its state: the badges have the row's width
                                     // here, so they never squeeze the id into an ellipsis.
@@ -529,12 +580,16 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
     let target_thinking = target.thinking_level.clone();
     let card = format!("{target_model} · {target_thinking} · {target_stack}");
     let diagnostics = entry.common.diagnostics.clone();
-    let preview_diags: Vec<Diagnostic> = preview
+    let mut preview_diags: Vec<Diagnostic> = preview
         .diagnostics
         .iter()
         .filter(|d| !diagnostics.contains(d))
         .cloned()
         .collect();
+    let model_warning = p
+        .collection
+        .with_untracked(|c| unknown_model(c, &target.model.provider, &target.model.id));
+    preview_diags.extend(model_warning.map(|m| Diagnostic::warning(m).with_field("model")));
     let tools = target.effective_tools.clone();
     let name = jp::get_str(&entry.profile, "/name");
     let description = jp::get_str(&entry.profile, "/description");
@@ -570,6 +625,7 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
                 <div class="title-line">
                     <h2>{if name.is_empty() { entry.common.id.clone() } else { name }}</h2>
                     <code class="selector">{selector.clone()}</code>
+                    {auto_applies(p, &selector).then(auto_badge)}
                 </div>
                 <div class="actions">
                     <button class="primary apply" disabled=move || !applicable || !app.live_host.get() || p.applying.get()
@@ -603,7 +659,10 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
                 <tbody>
                     <tr><th>"Model"</th><td>{model_text(current, "—")}</td><td>{target_model}</td></tr>
                     <tr><th>"Thinking"</th><td>{thinking_text(current.thinking_level.as_ref())}</td><td>{target_thinking}</td></tr>
-                    <tr><th>"Preset"</th><td>{stack_text(current)}</td><td>{target_stack.clone()}</td></tr>
+                    <tr><th>"Preset"</th><td>{stack_text(current)}</td><td>{match target.prompt_stack.clone() {
+                        Some(sel) => { let open = sel.clone(); view! { <button class="link open-preset" title="Open this Preset in the Presets surface" on:click=move |_| open_preset(app, open.clone())>{sel}</button> }.into_any() }
+                        None => target_stack.clone().into_any(),
+                    }}</td></tr>
                 </tbody>
             </table>
             <section class="card">
@@ -755,7 +814,16 @@ fn ProfileEditor() -> impl IntoView {
                 </label>
                 {text_input("/name", "profile-name", "Name", None)}
                 {text_input("/model/provider", "profile-provider", "Provider", Some("model-providers"))}
-                {text_input("/model/id", "profile-model", "Model", Some("model-ids"))}
+                <label class="field">
+                    <span class="label">"Model"</span>
+                    <input type="text" name="profile-model" list="model-ids" prop:value=move || get("/model/id")
+                        on:input=move |e| set("/model/id", Some(Value::String(event_target_value(&e))))/>
+                    // A typo shows at once; a warning, so it never blocks a save.
+                    {move || {
+                        let warning = p.collection.with(|c| unknown_model(c, &get("/model/provider"), &get("/model/id")));
+                        warning.map(|w| view! { <span class="field-note field-warning model-warning" role="status">{w}</span> })
+                    }}
+                </label>
                 <label class="field">
                     <span class="label">"Thinking level"</span>
                     <select name="profile-thinking" prop:value=move || get("/thinkingLevel")
@@ -776,6 +844,12 @@ fn ProfileEditor() -> impl IntoView {
                             (!cur.is_empty() && !listed).then(|| view! { <option value=cur.clone()>{format!("{cur} (not found)")}</option> })
                         }}
                     </select>
+                    {move || {
+                        let cur = p.form.draft.with(|d| d.get("promptStack").and_then(Value::as_str).unwrap_or("").to_string());
+                        stacks().into_iter().find(|(value, _, _)| *value == cur).map(|(_, sel, _)| view! {
+                            <button type="button" class="link open-preset" on:click=move |_| open_preset(app, sel.clone())>"Open this Preset"</button>
+                        })
+                    }}
                 </label>
                 <Show when=is_new>
                     <label class="field">
@@ -805,7 +879,13 @@ fn ProfileEditor() -> impl IntoView {
                     on:input=move |e| { let v = event_target_value(&e); set("/description", if v.is_empty() { None } else { Some(Value::String(v)) }); }></textarea>
             </label>
             <datalist id="model-providers">{move || { let mut ps: Vec<String> = models().into_iter().map(|m| m.0).collect(); ps.dedup(); ps.into_iter().map(|x| view! { <option value=x/> }).collect_view() }}</datalist>
-            <datalist id="model-ids">{move || models().into_iter().map(|m| view! { <option value=m.1/> }).collect_view()}</datalist>
+            <datalist id="model-ids">{move || {
+                // The typed provider's models (all of them while the provider is not one of Pi's).
+                let provider = get("/model/provider");
+                let all = models();
+                let known = all.iter().any(|m| m.0 == provider);
+                all.into_iter().filter(|m| !known || m.0 == provider).map(|m| view! { <option value=m.1/> }).collect_view()
+            }}</datalist>
             {move || p.validation.get().map(|(text, diags, ready)| {
                 // Red only for errors; valid with warnings (or not applicable yet) is amber.
                 let warn = !ready && !diags.iter().any(|d| d.level == Level::Error);

@@ -415,15 +415,15 @@ pub(super) fn annotate_stack_bindings(snapshot: &mut WorkspaceSnapshot) {
 }
 
 /// Checks every profile's `promptStack` reference (A3 step 4). An unresolvable reference is an
-/// error on the profile; a reference to a stack that has errors is a warning, because the profile
-/// cannot be applied until the stack is fixed.
+/// error on the profile, and so is a reference to a stack that has errors (A3 step 5: the
+/// profile cannot be applied until the stack is fixed, and only errors fail a preflight).
 pub(super) fn annotate_profile_stacks(snapshot: &mut WorkspaceSnapshot) {
     let mut additions: Vec<(usize, Diagnostic)> = Vec::new();
     for (index, entry) in snapshot.profiles.iter().enumerate() {
         match snapshot.profile_stack(entry) {
             Ok(Some(stack)) if !stack.usable() => additions.push((
                 index,
-                Diagnostic::warning(format!(
+                Diagnostic::error(format!(
                     "Prompt stack {} has errors; this profile cannot be applied until they are fixed.",
                     stack.key
                 ))

@@ -1100,7 +1100,7 @@ fn profile_stack_diagnostics(
         diagnostics: Vec::new(),
     };
     match snapshot.profile_stack(&entry) {
-        Ok(Some(stack)) if !stack.usable() => vec![Diagnostic::warning(format!(
+        Ok(Some(stack)) if !stack.usable() => vec![Diagnostic::error(format!(
             "Prompt stack {} has errors; this profile cannot be applied until they are fixed.",
             stack.key
         ))

@@ -40,7 +40,7 @@ pub const MAX_CHILDREN: usize = 4;
 pub const APPROVAL_WAIT: Duration = Duration::from_secs(600);
 
 enum Decision {
-    Approve { viewed: bool },
+    Approve { viewed: bool, from: &'static str },
     Reject,
 }
 
@@ -158,6 +158,9 @@ struct ApproveBody {
     execution_fingerprint: String,
     #[serde(default)]
     viewed_full_prompt: bool,
+    /// Where the person approved: `web` (default) or `pi` (the bridge's dialog).
+    #[serde(default)]
+    from: Option<String>,
 }
 
 /// `POST /api/agent/plans/:run/approve` `{executionFingerprint, viewedFullPrompt}` → `{ok}`; 409
@@ -207,6 +210,11 @@ async fn approve(
         .ok_or_else(|| unknown_plan(&run))?;
     let _ = sender.send(Decision::Approve {
         viewed: body.viewed_full_prompt,
+        from: if body.from.as_deref() == Some("pi") {
+            "pi"
+        } else {
+            "web"
+        },
     });
     Ok(ok_json(&json!({"ok": true, "runId": run})))
 }
@@ -325,23 +333,47 @@ async fn host_subagent(
             decide: Some(tx),
         },
     );
-    let mut notice = serde_json::Map::new();
-    notice.insert(
-        "message".into(),
-        json!(format!(
-            "pi-forge: subagent plan {run_id} for {} waits for your approval: http://127.0.0.1:{}/",
-            message.profile, state.port
-        )),
-    );
-    notice.insert("level".into(), json!("info"));
-    let _ =
-        tokio::time::timeout(Duration::from_secs(2), state.live.command("notify", notice)).await;
+    // Pi shows the review too (its dialogs one at a time); whichever side decides first wins,
+    // and the other one's dialog is dismissed.
+    let ask = state.agents.lock().get(&run_id).map(|p| {
+        let mut body = serde_json::Map::new();
+        body.insert("runId".into(), json!(run_id));
+        body.insert(
+            "review".into(),
+            json!(approval_summary(&p.plan.plan, &p.task, DEFAULT_BACKEND)),
+        );
+        body.insert(
+            "fullPrompt".into(),
+            json!(approval_full_view(&p.plan.plan, &p.task, DEFAULT_BACKEND)),
+        );
+        body.insert(
+            "executionFingerprint".into(),
+            json!(p.plan.plan.execution_fingerprint),
+        );
+        body.insert(
+            "url".into(),
+            json!(format!("http://127.0.0.1:{}/", state.port)),
+        );
+        body
+    });
+    if let Some(body) = ask {
+        let live = Arc::clone(&state.live);
+        tokio::spawn(async move {
+            let _ = live.command("approvePlan", body).await;
+        });
+    }
     let decision = tokio::time::timeout(APPROVAL_WAIT, rx).await;
+    let mut dismiss = serde_json::Map::new();
+    dismiss.insert("runId".into(), json!(run_id));
+    let live = Arc::clone(&state.live);
+    tokio::spawn(async move {
+        let _ = live.command("dismissPlan", dismiss).await;
+    });
     let Some(pending) = state.agents.lock().remove(&run_id) else {
         return Err(unknown_plan(&run_id));
     };
-    let viewed = match decision {
-        Ok(Ok(Decision::Approve { viewed })) => viewed,
+    let (viewed, from) = match decision {
+        Ok(Ok(Decision::Approve { viewed, from })) => (viewed, from),
         Ok(Ok(Decision::Reject)) => {
             return Ok(ok_json(
                 &json!({"ok": false, "runId": run_id, "text": REJECTED_REASON}),
@@ -358,7 +390,7 @@ async fn host_subagent(
         .acquire()
         .await
         .map_err(|_| ApiError::internal("the child-run limiter closed"))?;
-    let approval = agent::human_approval(&pending.plan, viewed, "web");
+    let approval = agent::human_approval(&pending.plan, viewed, from);
     let project = state.project.clone();
     let plan = pending.plan;
     let record = tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval))

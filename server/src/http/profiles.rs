@@ -16,7 +16,7 @@ use forge_core::api::{
     ProfileStatus, ProfileValidation, ProfileView, Saved, StackChoice, TargetChoice,
 };
 use forge_core::compile::{self, CompileInput, MacroRegistry};
-use forge_core::diag::{counts, Diagnostic};
+use forge_core::diag::{counts, Diagnostic, Level};
 use forge_core::id::Scope;
 use forge_core::profile;
 use forge_core::runtime::RuntimeSnapshot;
@@ -112,6 +112,20 @@ fn preview_of(
                     stack.key, first.message
                 ))
                 .with_field("promptStack");
+                if !diagnostics.contains(&d) {
+                    diagnostics.push(d);
+                }
+            }
+            // Its warnings about what it sends (an item's) are shown too (A3 step 5), as
+            // warnings: they never fail a preflight. File-level notes stay on the Preset.
+            let item_warnings = stack
+                .diagnostics
+                .iter()
+                .filter(|d| d.level == Level::Warning && d.item_id.is_some());
+            for w in item_warnings {
+                let mut d = Diagnostic::warning(format!("Preset {}: {}", stack.key, w.message))
+                    .with_field("promptStack");
+                d.item_id = w.item_id.clone();
                 if !diagnostics.contains(&d) {
                     diagnostics.push(d);
                 }
@@ -215,6 +229,13 @@ async fn collection(State(state): State<AppState>) -> ApiResult<Response> {
                 .collect(),
             status: status_view(&state, &snapshot),
             models: state.live.with_live(|h| h.models()).unwrap_or_default(),
+            auto_applies: snapshot.auto_profile().chosen.map(|e| e.key.to_string()),
+            auto_claimants: snapshot
+                .profiles
+                .iter()
+                .filter(|e| e.parsed.profile.auto_activate == Some(true))
+                .map(|e| e.key.to_string())
+                .collect(),
             prompt_stacks: snapshot
                 .stacks
                 .iter()
