@@ -6,6 +6,8 @@
 //! first `ready` refetches the list the page embedded only when its generation is older.
 //! `live` carries the live Pi session's view (`GET /api/live`) after `ready` and on every
 //! change; each `ready` also asks `GET /api/live` once, in case the stream's `live` is missing.
+//! `capability-state` carries the live session's capability view (`null` without a session)
+//! after `ready` and on every change; the Session surface shows it (`session.rs`).
 //! `payloads` (a capture, late usage, an arm or a clear) bumps `payload_events`; the views that
 //! show captures refetch the list when they are on screen.
 
@@ -106,11 +108,23 @@ pub fn connect(app: App) {
             on_live_event(app, view);
         }
     });
+    let on_capability_state = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        if let Ok(event) = serde_json::from_str::<forge_core::api::CapabilityStateEvent>(&text) {
+            crate::session::on_state_event(app, event.state);
+        }
+    });
     let on_payloads = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
         app.payload_events.update(|n| *n += 1);
     });
     let _ =
         source.add_event_listener_with_callback("payloads", on_payloads.as_ref().unchecked_ref());
+    let _ = source.add_event_listener_with_callback(
+        "capability-state",
+        on_capability_state.as_ref().unchecked_ref(),
+    );
     let _ = source.add_event_listener_with_callback("live", on_live.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
@@ -121,5 +135,6 @@ pub fn connect(app: App) {
     on_changed.forget();
     on_live.forget();
     on_payloads.forget();
+    on_capability_state.forget();
     std::mem::forget(source);
 }

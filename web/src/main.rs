@@ -21,6 +21,8 @@ mod policy;
 mod preview;
 mod profiles;
 mod regex;
+mod session;
+mod session_text;
 mod shell;
 mod stack_tab;
 mod state;

@@ -67,7 +67,7 @@ pub fn Shell() -> impl IntoView {
                         save.run(())
                     }
                 }
-                Surface::Payloads => {}
+                Surface::Payloads | Surface::Session => {}
             }
         }
         // Ctrl/Cmd+Z undoes a Preset edit, Ctrl/Cmd+Shift+Z or Ctrl+Y redoes it (the draft's own
@@ -141,6 +141,9 @@ pub fn Shell() -> impl IntoView {
                     <button class="surface-tab" class:current=move || app.surface.get() == Surface::Payloads
                         aria-pressed=move || (app.surface.get() == Surface::Payloads).to_string()
                         on:click=move |_| go(Surface::Payloads)>"Payloads"</button>
+                    <button class="surface-tab" id="surface-session" class:current=move || app.surface.get() == Surface::Session
+                        aria-pressed=move || (app.surface.get() == Surface::Session).to_string()
+                        on:click=move |_| go(Surface::Session)>"Session"</button>
                 </nav>
                 <output class="status" role="status" aria-live="polite"
                     class:ok=move || app.status.with(|s| s.1 == Tone::Ok)
@@ -148,6 +151,7 @@ pub fn Shell() -> impl IntoView {
                     {move || app.status.with(|s| s.0.clone())}
                 </output>
                 <LiveIndicator/>
+                <crate::session::SessionBadge go=Callback::new(move |_| go(Surface::Session))/>
                 <Show when=move || !app.trusted.get()>
                     <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
                 </Show>
@@ -171,6 +175,7 @@ pub fn Shell() -> impl IntoView {
                 Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
                 Surface::Capabilities => view! { <crate::capabilities::CapabilitiesSurface/> }.into_any(),
                 Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
+                Surface::Session => view! { <crate::session::SessionSurface/> }.into_any(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
         </div>

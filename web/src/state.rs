@@ -22,6 +22,8 @@ pub enum Surface {
     Profiles,
     Capabilities,
     Payloads,
+    /// The live session's capabilities (`session`).
+    Session,
 }
 
 /// A watcher change of one resource: `(key, revision, origin)` (`origin` is `self` for the
@@ -313,6 +315,14 @@ pub struct App {
     pub live_error: RwSignal<Option<String>>,
     /// Counts `live` events; a `GET /api/live` sent before the newest one is dropped.
     live_seq: StoredValue<u64>,
+    /// The live session's capability view (the `capability-state` event, `GET
+    /// /api/capability-state`, a mutation's answer); `None` without a live session.
+    pub cap_state: RwSignal<Option<forge_core::capability::view::CapabilityStateView>>,
+    /// Whether `cap_state` has been heard of at all (an event or an answer).
+    pub cap_state_known: RwSignal<bool>,
+    /// Counts `capability-state` events; an answer to a request sent before the newest one is
+    /// dropped (the event is newer).
+    pub cap_seq: StoredValue<u64>,
     pub cwd: RwSignal<String>,
     /// Workspace-level problems (a resource folder that cannot be listed, a watcher that
     /// stopped): shown as a banner until a reload clears them.
@@ -362,6 +372,9 @@ impl App {
             live: RwSignal::new(LiveView::default()),
             live_error: RwSignal::new(None),
             live_seq: StoredValue::new(0),
+            cap_state: RwSignal::new(None),
+            cap_state_known: RwSignal::new(false),
+            cap_seq: StoredValue::new(0),
             cwd: RwSignal::new(String::new()),
             problems: RwSignal::new(Vec::new()),
             status: RwSignal::new(("Loading…".into(), Tone::Info)),
@@ -399,7 +412,7 @@ impl App {
                 self.editor.dirty.get_untracked() || untrack(|| self.editor.json_pending())
             }
             Surface::Profiles | Surface::Capabilities => self.form_dirty.get_untracked(),
-            Surface::Payloads => false,
+            Surface::Payloads | Surface::Session => false,
         };
         if !dirty {
             then();
