@@ -356,8 +356,8 @@ const PARENT: &str = r#"{
 }
 "#;
 
-#[test]
-fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
+/// A parent Pi session in a project whose active Preset lets the model delegate to `reviewer`.
+fn parent_session() -> (Workspace, pi::Pi) {
     let ws = Workspace::new(&[
         (".pi/forge/prompt-stacks/child.json", CHILD),
         (".pi/forge/prompt-stacks/parent.json", PARENT),
@@ -368,6 +368,24 @@ fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
     pi.connected();
     let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
     assert_eq!(status, 200);
+    (ws, pi)
+}
+
+/// Approves a waiting plan (as listed by `GET /api/agent/plans`) through the editor's API.
+fn approve(ws: &Workspace, plan: &Value, viewed: bool) {
+    let run = plan["runId"].as_str().unwrap();
+    let (status, body) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run}/approve"),
+        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": viewed})
+            .to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
+    let (ws, mut pi) = parent_session();
     ws.model.call_tools(&[
         (
             "forge_subagent",
@@ -413,13 +431,7 @@ fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
     );
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["code"], "stale_approval");
-    let (status, body) = ws.api(
-        "POST",
-        &format!("/api/agent/plans/{run_a}/approve"),
-        &json!({"executionFingerprint": a["executionFingerprint"], "viewedFullPrompt": true})
-            .to_string(),
-    );
-    assert_eq!(status, 200, "{body}");
+    approve(&ws, &a, true);
     let run_b = b["runId"].as_str().unwrap();
     let (status, _) = ws.api("POST", &format!("/api/agent/plans/{run_b}/reject"), "{}");
     assert_eq!(status, 200);
@@ -486,16 +498,7 @@ fn the_model_delegates_twice_a_person_approves_one_and_rejects_the_other() {
 
 #[test]
 fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session();
     ws.model.call_tool(
         "forge_subagent",
         json!({"profile": "reviewer", "task": "Review src/c.rs"}),
@@ -546,16 +549,7 @@ fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
 
 #[test]
 fn a_200_kib_answer_comes_back_as_a_reference_with_nothing_lost() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session();
     let long: String = (0..200 * 1024 / 16)
         .map(|i| format!("l{i:>11} ok\n"))
         .collect();
@@ -572,13 +566,7 @@ fn a_200_kib_answer_comes_back_as_a_reference_with_nothing_lost() {
     })
     .expect("the plan waits");
     let run = plan["runId"].as_str().unwrap();
-    let (status, _) = ws.api(
-        "POST",
-        &format!("/api/agent/plans/{run}/approve"),
-        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": false})
-            .to_string(),
-    );
-    assert_eq!(status, 200);
+    approve(&ws, &plan, false);
     pi.wait("agent_settled", |e| e["type"] == "agent_settled");
     let bodies = ws.model.bodies();
     let last = bodies.last().unwrap();
@@ -611,16 +599,7 @@ fn a_200_kib_answer_comes_back_as_a_reference_with_nothing_lost() {
 
 #[test]
 fn a_background_run_answers_at_once_and_notifies_the_parent_when_done() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session();
     ws.model.call_tool(
         "forge_subagent",
         json!({"profile": "reviewer", "task": "Review src/d.rs", "background": true}),
@@ -644,13 +623,7 @@ fn a_background_run_answers_at_once_and_notifies_the_parent_when_done() {
         tool_result,
         format!("Subagent {run} runs in the background once a person approves it; its result arrives as a message when it finishes.")
     );
-    let (status, _) = ws.api(
-        "POST",
-        &format!("/api/agent/plans/{run}/approve"),
-        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": false})
-            .to_string(),
-    );
-    assert_eq!(status, 200);
+    approve(&ws, &plan, false);
     // The result arrives as a message that starts a new turn of the parent.
     pi.wait("the follow-up turn", |e| e["type"] == "agent_settled");
     let bodies = ws.model.bodies();
