@@ -387,8 +387,9 @@ fn plan_card(app: App, d: Delegation, p: PlanSummary) -> impl IntoView {
     let approve_plan = p.clone();
     let reject_plan = p.clone();
     let heading = format!("plan-task-{}", p.run_id.replace([':', '.'], "-"));
+    let labelled_by = heading.clone();
     view! {
-        <article class="plan-card" data-run=p.run_id.clone() aria-labelledby=heading.clone()>
+        <article class="plan-card" data-run=p.run_id.clone() aria-labelledby=labelled_by>
             <h3 class="plan-task" id=heading>{p.task.clone()}</h3>
             <dl class="plan-facts">
                 {fact("Profile", p.profile_id.clone())}
@@ -622,10 +623,11 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
     };
     let error = r.error.clone();
     let status = r.status.clone();
+    let data_status = r.status.clone();
     view! {
-        <li class="run-row" data-run=run.clone() data-status=status.clone()>
+        <li class="run-row" data-run=run.clone() data-status=data_status>
             <button class="run-toggle" aria-expanded=move || open().to_string() on:click=toggle>
-                <span class="badge run-status" class:active=completed class:error=!completed>{status}</span>
+                <span class="badge run-status" class:active=completed class:error={!completed}>{status}</span>
                 <span class="run-profile">{r.profile_id.clone()}</span>
                 <span class="run-model">{format!("{} · thinking {thinking}", r.model)}</span>
                 <span class="run-duration">{duration}</span>

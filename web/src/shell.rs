@@ -143,10 +143,10 @@ pub fn Shell() -> impl IntoView {
                         on:click=move |_| go(Surface::Payloads)>"Payloads"</button>
                     <button class="surface-tab delegation-surface-tab" class:current=move || app.surface.get() == Surface::Delegation
                         aria-pressed=move || (app.surface.get() == Surface::Delegation).to_string()
-                        aria-label=move || match app.plans_pending.get() {
+                        aria-label={move || match app.plans_pending.get() {
                             0 => "Delegation".to_string(),
                             n => format!("Delegation, {n} waiting for approval"),
-                        }
+                        }}
                         on:click=move |_| go(Surface::Delegation)>
                         "Delegation"
                         {move || (app.plans_pending.get() > 0).then(|| view! {
