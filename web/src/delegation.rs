@@ -32,12 +32,16 @@ enum View {
 
 /// The full prompt on screen: the plan's run id and its answer (or why it could not be read).
 type FullPrompt = (String, Result<PlanDetail, String>);
+/// A list's last answer, or why it could not be read (`None`: not loaded yet).
+type Loaded<T> = Option<Result<T, String>>;
+/// An expanded run's answer: `None` while it is verified, `Ok(None)` for a run without one.
+type AnswerSlot = Option<Result<Option<String>, String>>;
 
 #[derive(Clone, Copy)]
 struct Delegation {
     view: RwSignal<View>,
-    plans: RwSignal<Option<Result<Vec<PlanSummary>, String>>>,
-    runs: RwSignal<Option<Result<RunList, String>>>,
+    plans: RwSignal<Loaded<Vec<PlanSummary>>>,
+    runs: RwSignal<Loaded<RunList>>,
     /// Plans whose full prompt was opened (the approval says so).
     viewed: RwSignal<HashSet<String>>,
     /// Why a card's last decision failed, by run id.
@@ -46,7 +50,7 @@ struct Delegation {
     full: RwSignal<Option<FullPrompt>>,
     query: RwSignal<String>,
     /// Expanded runs and their answers.
-    answers: RwSignal<HashMap<String, Option<Result<Option<String>, String>>>>,
+    answers: RwSignal<HashMap<String, AnswerSlot>>,
     plans_seq: StoredValue<u64>,
     runs_seq: StoredValue<u64>,
 }
