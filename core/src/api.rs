@@ -808,7 +808,8 @@ pub struct RunApproval {
     pub approved_at: Option<String>,
 }
 
-/// A child run's token usage as the record keeps it.
+/// A child run's token usage as the record keeps it (Pi's usage: `cost` is Pi's
+/// `{input, output, cacheRead, cacheWrite, total}`, kept as it is).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunUsage {
@@ -817,7 +818,16 @@ pub struct RunUsage {
     #[serde(default)]
     pub output: u64,
     #[serde(default)]
-    pub cost: Option<f64>,
+    pub cost: Option<Value>,
+}
+
+impl RunUsage {
+    /// The total cost Pi reported (`cost.total`, or a bare number), if any.
+    pub fn total_cost(&self) -> Option<f64> {
+        let cost = self.cost.as_ref()?;
+        cost.as_f64()
+            .or_else(|| cost.get("total").and_then(Value::as_f64))
+    }
 }
 
 /// A kept run record (`.pi/forge/runs/<run>/result.json`) as the Runs view reads it; other

@@ -262,6 +262,11 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     // A plan whose Preset changed on disk since sealing cannot be approved: 409, the card stays.
     let child = ws.project().join(".pi/forge/prompt-stacks/child.json");
     std::fs::write(&child, CHILD.replace("Be brief.", "Be very brief.")).unwrap();
+    pi::poll(Duration::from_secs(10), || {
+        let (_, stack) = ws.api("GET", "/api/stacks/child", "");
+        stack.to_string().contains("Be very brief.").then_some(())
+    })
+    .expect("the editor reloads the changed Preset");
     browser.click(&card(&run_b, ".plan-approve")).await;
     browser.wait_css(&card(&run_b, ".plan-error")).await;
     let error = browser.text(&card(&run_b, ".plan-error")).await.unwrap();

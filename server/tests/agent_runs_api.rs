@@ -25,7 +25,8 @@ fn record(status: &str, answer: &str) -> String {
         "model": "fake/fake-1", "thinkingLevel": "off", "usedThinkingLevel": "off",
         "approval": {"required": true, "approved": true, "viewedFullPrompt": true, "source": "human", "from": "web"},
         "startedAt": "2026-12-02T01:00:00.000Z", "durationMs": 812,
-        "usage": {"input": 10, "output": 3},
+        "usage": {"input": 10, "output": 3, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 13,
+                  "cost": {"input": 0.001, "output": 0.002, "cacheRead": 0, "cacheWrite": 0, "total": 0.003}},
         "answerSha256": sha256_hex(answer.as_bytes()), "answerBytes": answer.len(),
     })
     .to_string()
@@ -59,7 +60,7 @@ fn a_completed_run_answers_its_verified_answer() {
     assert_eq!(body["ok"], true);
     assert_eq!(body["answer"], "ok from fake");
     assert_eq!(body["record"]["runId"], RUN);
-    assert_eq!(body["record"]["usage"], json!({"input": 10, "output": 3}));
+    assert_eq!(body["record"]["usage"]["totalTokens"], 13);
     // The typed contract reads it.
     let detail: forge_core::api::RunDetail = serde_json::from_value(body).unwrap();
     assert_eq!(detail.answer.as_deref(), Some("ok from fake"));
@@ -68,6 +69,9 @@ fn a_completed_run_answers_its_verified_answer() {
     let list: forge_core::api::RunList = serde_json::from_value(list).unwrap();
     assert_eq!(list.runs.len(), 1);
     assert_eq!(list.runs[0].duration_ms, Some(812));
+    let usage = list.runs[0].usage.clone().unwrap();
+    assert_eq!((usage.input, usage.output), (10, 3));
+    assert_eq!(usage.total_cost(), Some(0.003));
     let approval = list.runs[0].approval.clone().unwrap();
     assert_eq!(approval.from.as_deref(), Some("web"));
     assert!(approval.viewed_full_prompt);

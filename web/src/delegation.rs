@@ -573,7 +573,7 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
         || "no usage reported".to_string(),
         |u| {
             let mut text = format!("{} input / {} output tokens", u.input, u.output);
-            if let Some(cost) = u.cost.filter(|c| *c > 0.0) {
+            if let Some(cost) = u.total_cost().filter(|c| *c > 0.0) {
                 text.push_str(&format!(" · ${cost:.4}"));
             }
             text
