@@ -89,7 +89,11 @@ async fn focused(browser: &Browser) -> (String, String) {
 }
 
 async fn press(browser: &Browser, key: &str) {
-    let el = browser.client.active_element().await.expect("a focused element");
+    let el = browser
+        .client
+        .active_element()
+        .await
+        .expect("a focused element");
     el.send_keys(key).await.expect("keys");
 }
 
@@ -98,8 +102,8 @@ fn card(run: &str, part: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_run_shows_its_answer(
-) {
+async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_run_shows_its_answer()
+{
     let ws = Workspace::new(&[
         (".pi/forge/prompt-stacks/child.json", CHILD),
         (".pi/forge/prompt-stacks/parent.json", PARENT),
@@ -192,7 +196,10 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     // The safe choice has the focus.
     assert_eq!(
         focused(&browser).await,
-        ("plan-reject".to_string(), plans[0]["runId"].as_str().unwrap().to_string())
+        (
+            "plan-reject".to_string(),
+            plans[0]["runId"].as_str().unwrap().to_string()
+        )
     );
 
     // At 390 px the cards fit.
@@ -291,7 +298,9 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
 
     // The Runs view: the completed run with its receipt, usage and verified answer.
     browser.click_text(".delegation-tab", "Runs").await;
-    browser.wait_count(".run-row[data-status='completed']", 1).await;
+    browser
+        .wait_count(".run-row[data-status='completed']", 1)
+        .await;
     assert_eq!(browser.count(".run-row").await, 1);
     let row = format!(".run-row[data-run=\"{run_a}\"]");
     assert_eq!(
@@ -361,7 +370,10 @@ async fn the_full_prompt_of_a_200_message_plan_shows_every_message() {
     browser.click(".plan-view-full").await;
     browser.wait_count(".prompt-message", 200).await;
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "the full prompt took {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the full prompt took {took:?}"
+    );
     let all = texts(&browser, ".prompt-message .prompt-text").await;
     assert_eq!(all.len(), 200);
     assert_eq!(all[0], "Note 1.");

@@ -52,7 +52,10 @@ fn run_path() -> String {
 #[test]
 fn a_completed_run_answers_its_verified_answer() {
     let dirs = Dirs::new();
-    dirs.write(&format!("{FOLDER}/result.json"), &record("completed", "ok from fake"));
+    dirs.write(
+        &format!("{FOLDER}/result.json"),
+        &record("completed", "ok from fake"),
+    );
     dirs.write(&format!("{FOLDER}/answer.txt"), "ok from fake");
     let server = Server::start(&dirs, &[], &[]);
     let (status, body) = get(&server, &run_path());
@@ -80,7 +83,10 @@ fn a_completed_run_answers_its_verified_answer() {
 #[test]
 fn an_answer_changed_on_disk_is_refused_with_answer_hash_mismatch() {
     let dirs = Dirs::new();
-    dirs.write(&format!("{FOLDER}/result.json"), &record("completed", "ok from fake"));
+    dirs.write(
+        &format!("{FOLDER}/result.json"),
+        &record("completed", "ok from fake"),
+    );
     dirs.write(&format!("{FOLDER}/answer.txt"), "ok from fake!");
     let server = Server::start(&dirs, &[], &[]);
     let (status, body) = get(&server, &run_path());
@@ -88,10 +94,15 @@ fn an_answer_changed_on_disk_is_refused_with_answer_hash_mismatch() {
     assert_eq!(body["code"], "answer_hash_mismatch");
     let message = body["error"].as_str().unwrap();
     assert!(
-        message.starts_with(&format!("answer_hash_mismatch: answer.txt of run {RUN} has SHA-256 ")),
+        message.starts_with(&format!(
+            "answer_hash_mismatch: answer.txt of run {RUN} has SHA-256 "
+        )),
         "{message}"
     );
-    assert!(message.ends_with("it was changed after the run and is not shown"), "{message}");
+    assert!(
+        message.ends_with("it was changed after the run and is not shown"),
+        "{message}"
+    );
     assert!(!message.contains("ok from fake"));
 }
 

@@ -91,10 +91,12 @@ fn message_text(content: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
             .iter()
-            .map(|p| match (p.get("type").and_then(Value::as_str), p.get("text")) {
-                (Some("text"), Some(Value::String(t))) => t.clone(),
-                _ => forge_core::json::to_compact(p),
-            })
+            .map(
+                |p| match (p.get("type").and_then(Value::as_str), p.get("text")) {
+                    (Some("text"), Some(Value::String(t))) => t.clone(),
+                    _ => forge_core::json::to_compact(p),
+                },
+            )
             .collect::<Vec<_>>()
             .join("\n\n"),
         Value::Null => String::new(),
@@ -195,8 +197,7 @@ fn decide(app: App, d: Delegation, plan: PlanSummary, approve: bool) {
             });
             api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/approve"), &body).await
         } else {
-            api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/reject"), &json!({}))
-                .await
+            api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/reject"), &json!({})).await
         };
         d.busy.set(None);
         match answer {
@@ -253,7 +254,9 @@ fn open_full(d: Delegation, run: String) {
         let answer = api::get_as::<PlanDetail>(&format!("/api/agent/plans/{}", api::seg(&run)))
             .await
             .map_err(|e| e.message);
-        if d.full.with_untracked(|f| f.as_ref().is_some_and(|(r, _)| *r == run)) {
+        if d.full
+            .with_untracked(|f| f.as_ref().is_some_and(|(r, _)| *r == run))
+        {
             d.full.set(Some((run, answer)));
             focus_later(".full-prompt-search".into());
         }
@@ -261,7 +264,9 @@ fn open_full(d: Delegation, run: String) {
 }
 
 fn close_full(d: Delegation) {
-    let run = d.full.with_untracked(|f| f.as_ref().map(|(r, _)| r.clone()));
+    let run = d
+        .full
+        .with_untracked(|f| f.as_ref().map(|(r, _)| r.clone()));
     d.full.set(None);
     if let Some(run) = run {
         focus_later(format!(
@@ -443,10 +448,7 @@ fn FullPromptView(d: Delegation) -> impl IntoView {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string();
-                    let source = m
-                        .get("source")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
+                    let source = m.get("source").and_then(Value::as_str).map(str::to_string);
                     let text = message_text(m.get("content").unwrap_or(&Value::Null));
                     let lower = text.to_lowercase();
                     (i, role, source, text, lower)
@@ -464,8 +466,7 @@ fn FullPromptView(d: Delegation) -> impl IntoView {
     let query = Memo::new(move |_| d.query.with(|q| q.trim().to_lowercase()));
     let system_match = move || {
         let q = query.get();
-        q.is_empty()
-            || system.with(|s| s.as_deref().is_some_and(|s| s.to_lowercase().contains(&q)))
+        q.is_empty() || system.with(|s| s.as_deref().is_some_and(|s| s.to_lowercase().contains(&q)))
     };
     let matches = move || {
         let q = query.get();
@@ -612,18 +613,25 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
     };
     let run_answer = run.clone();
     let answer = move || {
-        d.answers.with(|a| a.get(&run_answer).cloned()).map(|slot| match slot {
-            None => view! { <p class="empty">"Verifying the answer…"</p> }.into_any(),
-            Some(Ok(Some(text))) => view! {
-                <div class="run-answer-box">
-                    <h4>"Answer (verified)"</h4>
-                    <pre class="run-answer">{text}</pre>
-                </div>
-            }
-            .into_any(),
-            Some(Ok(None)) => view! { <p class="empty">"This run has no answer."</p> }.into_any(),
-            Some(Err(e)) => view! { <p class="banner error run-answer-error" role="alert">{e}</p> }.into_any(),
-        })
+        d.answers
+            .with(|a| a.get(&run_answer).cloned())
+            .map(|slot| match slot {
+                None => view! { <p class="empty">"Verifying the answer…"</p> }.into_any(),
+                Some(Ok(Some(text))) => view! {
+                    <div class="run-answer-box">
+                        <h4>"Answer (verified)"</h4>
+                        <pre class="run-answer">{text}</pre>
+                    </div>
+                }
+                .into_any(),
+                Some(Ok(None)) => {
+                    view! { <p class="empty">"This run has no answer."</p> }.into_any()
+                }
+                Some(Err(e)) => {
+                    view! { <p class="banner error run-answer-error" role="alert">{e}</p> }
+                        .into_any()
+                }
+            })
     };
     let error = r.error.clone();
     let status = r.status.clone();

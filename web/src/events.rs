@@ -120,8 +120,8 @@ pub fn connect(app: App) {
             app.agent_events.update(|n| *n += 1);
         }
     });
-    let _ = source
-        .add_event_listener_with_callback("agent-plans", on_agent.as_ref().unchecked_ref());
+    let _ =
+        source.add_event_listener_with_callback("agent-plans", on_agent.as_ref().unchecked_ref());
     let _ =
         source.add_event_listener_with_callback("payloads", on_payloads.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("live", on_live.as_ref().unchecked_ref());

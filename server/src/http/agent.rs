@@ -424,8 +424,8 @@ async fn host_subagent(
         .await
         .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")));
     state.agents.finished();
-    let record = record?
-        .map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
+    let record =
+        record?.map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
     let completed = record["status"] == "completed";
     let text = if completed {
         match agent::verified_answer(&state.project, &run_id) {
