@@ -100,7 +100,7 @@ async fn events(State(state): State<AppState>) -> Response {
     });
     let plans = WatchStream::new(state.agents.watch()).map(|event: AgentPlansEvent| {
         Event::default().event("agent-plans").data(json::to_compact(
-            &serde_json::to_value(&event).unwrap_or_default(),
+            &serde_json::to_value(event).unwrap_or_default(),
         ))
     });
     let stream = stream::once(async { ready })
