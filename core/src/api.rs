@@ -732,6 +732,164 @@ pub struct Resources {
     pub groups: Vec<ResourceGroup>,
 }
 
+/// A provider and model id (`{provider, id}`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRef {
+    pub provider: String,
+    pub id: String,
+}
+
+/// One plan waiting for a person (`GET /api/agent/plans`, the `summary` of
+/// `GET /api/agent/plans/:run`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSummary {
+    pub run_id: String,
+    pub profile_id: String,
+    pub prompt_stack_id: Option<String>,
+    pub task: String,
+    pub backend_id: String,
+    pub model: ModelRef,
+    pub thinking_level: String,
+    pub tools: Vec<String>,
+    pub working_directory: String,
+    pub boundary: String,
+    pub system_prompt_chars: u64,
+    pub messages: u64,
+    pub payload_bytes: u64,
+    pub timeout_ms: u64,
+    pub execution_fingerprint: String,
+    pub conversation_fingerprint: String,
+    pub parent_session_id: Option<String>,
+    pub created_at: String,
+}
+
+/// `GET /api/agent/plans`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanList {
+    pub ok: bool,
+    pub plans: Vec<PlanSummary>,
+}
+
+/// The part of a sealed plan the full-prompt view shows: the exact system prompt and every
+/// provider-bound message in order (Pi's messages stay `Value`). Other members are not read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanPrompt {
+    pub system_prompt: String,
+    pub messages: Vec<Value>,
+}
+
+/// `GET /api/agent/plans/:run` as the web reads it (`plan` is the whole sealed plan on the
+/// wire; only its prompt is read).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDetail {
+    pub ok: bool,
+    pub summary: PlanSummary,
+    pub review: String,
+    pub full_prompt: String,
+    pub plan: PlanPrompt,
+}
+
+/// `POST /api/agent/plans/:run/approve|reject`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDecided {
+    pub ok: bool,
+    pub run_id: String,
+}
+
+/// The approval receipt of a run (`source: "human"`, `from: "web"` or `"terminal"`, …).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunApproval {
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub viewed_full_prompt: bool,
+    #[serde(default)]
+    pub approved_at: Option<String>,
+}
+
+/// A child run's token usage as the record keeps it (Pi's usage: `cost` is Pi's
+/// `{input, output, cacheRead, cacheWrite, total}`, kept as it is).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunUsage {
+    #[serde(default)]
+    pub input: u64,
+    #[serde(default)]
+    pub output: u64,
+    #[serde(default)]
+    pub cost: Option<Value>,
+}
+
+impl RunUsage {
+    /// The total cost Pi reported (`cost.total`, or a bare number), if any.
+    pub fn total_cost(&self) -> Option<f64> {
+        let cost = self.cost.as_ref()?;
+        cost.as_f64()
+            .or_else(|| cost.get("total").and_then(Value::as_f64))
+    }
+}
+
+/// A kept run record (`.pi/forge/runs/<run>/result.json`) as the Runs view reads it; other
+/// members are not read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub run_id: String,
+    #[serde(default)]
+    pub profile_id: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub thinking_level: Option<String>,
+    #[serde(default)]
+    pub used_thinking_level: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    #[serde(default)]
+    pub usage: Option<RunUsage>,
+    #[serde(default)]
+    pub approval: Option<RunApproval>,
+    #[serde(default)]
+    pub answer_bytes: Option<u64>,
+}
+
+/// `GET /api/agent/runs`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    pub ok: bool,
+    pub runs: Vec<RunRecord>,
+}
+
+/// `GET /api/agent/runs/:run`: the record and, for a completed run, the answer verified against
+/// the SHA-256 the record holds (`None` for a run that did not complete).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    pub ok: bool,
+    pub record: Value,
+    pub answer: Option<String>,
+}
+
+/// The `agent-plans` event: how many plans wait for a person and how many runs this server
+/// finished (sent after `ready` and whenever a plan is added or decided or a run ends).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentPlansEvent {
+    pub pending: u64,
+    pub finished: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -630,6 +630,15 @@ pub fn list_runs(project: &Path) -> Vec<Value> {
     runs
 }
 
+/// The kept record of one run (`None` for an id that is not a run id or has no record).
+pub fn read_run(project: &Path, run_id: &str) -> Option<Value> {
+    if !forge_core::delegation::is_opaque_id(run_id) {
+        return None;
+    }
+    let bytes = std::fs::read(run_folder(project, run_id).join("result.json")).ok()?;
+    json::parse_bytes(&bytes).ok()
+}
+
 /// The run's answer when `answer.txt` still has the SHA-256 `result.json` recorded.
 pub fn verified_answer(project: &Path, run_id: &str) -> Result<String> {
     if !forge_core::delegation::is_opaque_id(run_id) {

@@ -9,7 +9,9 @@
 //! `capability-state` carries the live session's capability view (`null` without a session)
 //! after `ready` and on every change; the Session surface shows it (`session.rs`).
 //! `payloads` (a capture, late usage, an arm or a clear) bumps `payload_events`; the views that
-//! show captures refetch the list when they are on screen.
+//! show captures refetch the list when they are on screen. `agent-plans` (a delegation plan added
+//! or decided, a run ended) sets the pending count and bumps `agent_events`; the Delegation
+//! surface refetches its lists.
 
 use leptos::prelude::*;
 use serde_json::Value;
@@ -119,6 +121,17 @@ pub fn connect(app: App) {
     let on_payloads = Closure::<dyn Fn(MessageEvent)>::new(move |_: MessageEvent| {
         app.payload_events.update(|n| *n += 1);
     });
+    let on_agent = Closure::<dyn Fn(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(text) = ev.data().as_string() else {
+            return;
+        };
+        if let Ok(event) = serde_json::from_str::<forge_core::api::AgentPlansEvent>(&text) {
+            app.plans_pending.set(event.pending);
+            app.agent_events.update(|n| *n += 1);
+        }
+    });
+    let _ =
+        source.add_event_listener_with_callback("agent-plans", on_agent.as_ref().unchecked_ref());
     let _ =
         source.add_event_listener_with_callback("payloads", on_payloads.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback(
@@ -136,5 +149,6 @@ pub fn connect(app: App) {
     on_live.forget();
     on_payloads.forget();
     on_capability_state.forget();
+    on_agent.forget();
     std::mem::forget(source);
 }

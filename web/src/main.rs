@@ -9,6 +9,7 @@
 mod api;
 mod bindings;
 mod capabilities;
+mod delegation;
 mod dialogs;
 mod editor;
 mod events;

@@ -1,4 +1,4 @@
-//! The frame around both surfaces: top bar (surfaces, status, theme), keyboard shortcuts, the
+//! The frame around the surfaces: top bar (surfaces, status, theme), keyboard shortcuts, the
 //! unload guard, and the Presets surface layout (sidebar + workspace + preview dock).
 
 use leptos::ev;
@@ -67,7 +67,7 @@ pub fn Shell() -> impl IntoView {
                         save.run(())
                     }
                 }
-                Surface::Payloads | Surface::Session => {}
+                Surface::Payloads | Surface::Session | Surface::Delegation => {}
             }
         }
         // Ctrl/Cmd+Z undoes a Preset edit, Ctrl/Cmd+Shift+Z or Ctrl+Y redoes it (the draft's own
@@ -144,6 +144,18 @@ pub fn Shell() -> impl IntoView {
                     <button class="surface-tab" id="surface-session" class:current=move || app.surface.get() == Surface::Session
                         aria-pressed=move || (app.surface.get() == Surface::Session).to_string()
                         on:click=move |_| go(Surface::Session)>"Session"</button>
+                    <button class="surface-tab delegation-surface-tab" class:current=move || app.surface.get() == Surface::Delegation
+                        aria-pressed=move || (app.surface.get() == Surface::Delegation).to_string()
+                        aria-label={move || match app.plans_pending.get() {
+                            0 => "Delegation".to_string(),
+                            n => format!("Delegation, {n} waiting for approval"),
+                        }}
+                        on:click=move |_| go(Surface::Delegation)>
+                        "Delegation"
+                        {move || (app.plans_pending.get() > 0).then(|| view! {
+                            <span class="badge warn pending-plans">{app.plans_pending.get()}</span>
+                        })}
+                    </button>
                 </nav>
                 <output class="status" role="status" aria-live="polite"
                     class:ok=move || app.status.with(|s| s.1 == Tone::Ok)
@@ -176,6 +188,7 @@ pub fn Shell() -> impl IntoView {
                 Surface::Capabilities => view! { <crate::capabilities::CapabilitiesSurface/> }.into_any(),
                 Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
                 Surface::Session => view! { <crate::session::SessionSurface/> }.into_any(),
+                Surface::Delegation => view! { <crate::delegation::DelegationSurface/> }.into_any(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
         </div>

@@ -24,6 +24,7 @@ pub enum Surface {
     Payloads,
     /// The live session's capabilities (`session`).
     Session,
+    Delegation,
 }
 
 /// A watcher change of one resource: `(key, revision, origin)` (`origin` is `self` for the
@@ -337,6 +338,10 @@ pub struct App {
     pub profile_events: RwSignal<u64>,
     /// Bumped by every `payloads` server event (a capture, late usage, an arm or a clear).
     pub payload_events: RwSignal<u64>,
+    /// Bumped by every `agent-plans` server event (a plan added or decided, a run ended).
+    pub agent_events: RwSignal<u64>,
+    /// How many delegation plans wait for a person (the `agent-plans` event).
+    pub plans_pending: RwSignal<u64>,
     /// The last profile change event.
     pub profile_change: RwSignal<Option<Change>>,
     /// Increments on every change event about capabilities or stacks (which Presets bind a
@@ -384,6 +389,8 @@ impl App {
             resources: RwSignal::new(Resources::default()),
             profile_events: RwSignal::new(0),
             payload_events: RwSignal::new(0),
+            agent_events: RwSignal::new(0),
+            plans_pending: RwSignal::new(0),
             profile_change: RwSignal::new(None),
             capability_events: RwSignal::new(0),
             capability_change: RwSignal::new(None),
@@ -412,7 +419,7 @@ impl App {
                 self.editor.dirty.get_untracked() || untrack(|| self.editor.json_pending())
             }
             Surface::Profiles | Surface::Capabilities => self.form_dirty.get_untracked(),
-            Surface::Payloads | Surface::Session => false,
+            Surface::Payloads | Surface::Session | Surface::Delegation => false,
         };
         if !dirty {
             then();

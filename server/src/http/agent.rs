@@ -17,6 +17,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{AgentPlansEvent, RunDetail};
 use forge_core::delegation::approval::{
     approval_full_view, approval_summary, check_approval, REJECTED_REASON,
 };
@@ -25,10 +26,10 @@ use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
 use forge_core::runtime::Clock;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, HostBody, JsonBody};
+use super::extract::{ok_json, typed_response, HostBody, JsonBody};
 use super::host::parse;
 use super::{local_clock, AppState, ServerState};
 use crate::agent::{self, PlanRequest};
@@ -59,6 +60,8 @@ struct Pending {
 pub struct AgentHub {
     pending: Mutex<HashMap<String, Pending>>,
     children: Semaphore,
+    /// How many plans wait and how many runs ended; the `agent-plans` event follows it.
+    count: watch::Sender<AgentPlansEvent>,
 }
 
 impl Default for AgentHub {
@@ -66,6 +69,7 @@ impl Default for AgentHub {
         AgentHub {
             pending: Mutex::new(HashMap::new()),
             children: Semaphore::new(MAX_CHILDREN),
+            count: watch::channel(AgentPlansEvent::default()).0,
         }
     }
 }
@@ -73,6 +77,32 @@ impl Default for AgentHub {
 impl AgentHub {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The number of waiting plans, updated on every add, decision and removal (the
+    /// `agent-plans` event of `/api/events`).
+    pub fn watch(&self) -> watch::Receiver<AgentPlansEvent> {
+        self.count.subscribe()
+    }
+
+    fn insert(&self, run_id: String, pending: Pending) {
+        let mut map = self.lock();
+        map.insert(run_id, pending);
+        let count = map.len() as u64;
+        self.count.send_modify(|e| e.pending = count);
+    }
+
+    fn remove(&self, run_id: &str) -> Option<Pending> {
+        let mut map = self.lock();
+        let removed = map.remove(run_id);
+        let count = map.len() as u64;
+        self.count.send_modify(|e| e.pending = count);
+        removed
+    }
+
+    /// A run ended (its record is written).
+    fn finished(&self) {
+        self.count.send_modify(|e| e.finished += 1);
     }
 }
 
@@ -85,6 +115,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/agent/plans/{run}/approve", post(approve))
         .route("/api/agent/plans/{run}/reject", post(reject))
         .route("/api/agent/runs", get(runs))
+        .route("/api/agent/runs/{run}", get(run_detail))
         .route("/api/host/{id}/subagent", post(host_subagent))
 }
 
@@ -282,6 +313,34 @@ async fn runs(State(state): State<AppState>) -> Response {
     ok_json(&json!({"ok": true, "runs": agent::list_runs(&state.project)}))
 }
 
+/// `GET /api/agent/runs/:run` → `{ok, record, answer}`: `answer` is the verified answer of a
+/// completed run (`null` for one that did not complete); 409 `answer_hash_mismatch` when
+/// `answer.txt` is not what the record hashed; 404 for an unknown run.
+async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
+    let record = agent::read_run(&state.project, &run)
+        .ok_or_else(|| ApiError::not_found(format!("No run {run} is kept in .pi/forge/runs.")))?;
+    let answer = if record["status"] == "completed" {
+        match agent::verified_answer(&state.project, &run) {
+            Ok(answer) => Some(answer),
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "answer_hash_mismatch",
+                    format!("{e:#}"),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    let detail = RunDetail {
+        ok: true,
+        record,
+        answer,
+    };
+    Ok(typed_response(StatusCode::OK, &detail))
+}
+
 /// `GET /api/agent/profiles` → `{ok, profiles: [{profileId, model, thinkingLevel, promptStack,
 /// ready, problem?}]}`: the profiles delegation may use (enabled in subagents.json).
 async fn profiles(State(state): State<AppState>) -> Response {
@@ -370,7 +429,7 @@ async fn host_subagent(
     let run_id = prepared.plan.run_id.clone();
     let plan_run_id = run_id.clone();
     let (tx, rx) = oneshot::channel();
-    state.agents.lock().insert(
+    state.agents.insert(
         run_id.clone(),
         Pending {
             profile: message.profile.clone(),
@@ -453,7 +512,7 @@ async fn decide_and_run(
     tokio::spawn(async move {
         let _ = live.command("dismissPlan", dismiss).await;
     });
-    let Some(pending) = state.agents.lock().remove(run_id) else {
+    let Some(pending) = state.agents.remove(run_id) else {
         return Err(unknown_plan(run_id));
     };
     let (viewed, from) = match decision {
@@ -477,8 +536,10 @@ async fn decide_and_run(
     let plan = pending.plan;
     let record = tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval))
         .await
-        .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")))?
-        .map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
+        .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")));
+    state.agents.finished();
+    let record =
+        record?.map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
     let completed = record["status"] == "completed";
     let text = if completed {
         match agent::verified_answer(&state.project, run_id) {

@@ -13,6 +13,9 @@
 //!   or a clear changes it;
 //! - `event: capability-state` with `{state}` (the `GET /api/capability-state` view, `null`
 //!   without a live session) right after `ready` and whenever it changes;
+//! - `event: agent-plans` with `{pending, finished}` (how many delegation plans wait for a
+//!   person, how many runs ended) right after `ready` and whenever a plan is added or decided or
+//!   a run ends;
 //! - a `: keepalive` comment every 15 seconds.
 //!
 //! `EventSource` cannot send headers, so the session cookie authenticates the stream.
@@ -26,7 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use forge_core::api::CapabilityStateEvent;
+use forge_core::api::{AgentPlansEvent, CapabilityStateEvent};
 use forge_core::json;
 use futures_util::stream::{self, StreamExt as _};
 use serde_json::{json, Value};
@@ -95,9 +98,14 @@ async fn events(State(state): State<AppState>) -> Response {
         });
         futures_util::future::ready(event)
     });
+    let plans = WatchStream::new(state.agents.watch()).map(|event: AgentPlansEvent| {
+        Event::default().event("agent-plans").data(json::to_compact(
+            &serde_json::to_value(event).unwrap_or_default(),
+        ))
+    });
     let stream = stream::once(async { ready })
         .chain(stream::select(
-            updates,
+            stream::select(updates, plans),
             stream::select(live, stream::select(payloads, capabilities)),
         ))
         .take_until(Box::pin(stopped))
