@@ -645,3 +645,40 @@ fn a_background_run_answers_at_once_and_notifies_the_parent_when_done() {
         notice.1
     );
 }
+
+#[test]
+fn a_trusted_projects_unattended_setting_runs_without_review_and_says_so() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (
+            ".pi/forge/subagents.json",
+            r#"{ "allowAgentInvocationWithoutApproval": true, "profiles": { "project:reviewer": { "enabled": true } } }"#,
+        ),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/e.rs"}),
+    );
+    let settled = pi.prompt("delegate it");
+    assert_eq!(settled["aborted"], false);
+    assert!(
+        !pi.seen
+            .iter()
+            .any(|e| e["type"] == "extension_ui_request" && e["method"] == "select"),
+        "no review dialog"
+    );
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 3, "parent, child, parent");
+    assert_eq!(message_texts(&bodies[1])[2].1, "Review src/e.rs");
+    let (_, runs) = ws.api("GET", "/api/agent/runs", "");
+    let receipt = &runs["runs"][0]["approval"];
+    assert_eq!(receipt["source"], "trusted-project-config");
+    assert_eq!(receipt["required"], false);
+    assert_eq!(receipt["viewedFullPrompt"], false);
+}

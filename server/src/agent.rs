@@ -383,6 +383,20 @@ pub fn human_approval(plan: &HostPlan, viewed: bool, from: &str) -> Value {
     })
 }
 
+/// The receipt of a run a trusted project's settings let through without review (§D8): no one
+/// saw the prompt, and the receipt says so.
+pub fn unattended_approval(plan: &HostPlan) -> Value {
+    json!({
+        "required": false,
+        "approved": true,
+        "viewedFullPrompt": false,
+        "source": "trusted-project-config",
+        "from": "subagents.json",
+        "executionFingerprint": plan.plan.execution_fingerprint,
+        "approvedAt": crate::live::now_iso(),
+    })
+}
+
 /// Runs the approved plan in a child Pi and keeps the run record (blocking; the server calls it
 /// on a blocking thread).
 pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<Value> {

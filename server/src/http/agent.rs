@@ -476,6 +476,20 @@ async fn decide_and_run(
     run_id: &str,
     rx: oneshot::Receiver<Decision>,
 ) -> ApiResult<Value> {
+    // Unattended mode (`allowAgentInvocationWithoutApproval` in a trusted project's
+    // subagents.json, §D8): no review, recorded as such in the receipt.
+    let unattended = state
+        .agents
+        .lock()
+        .get(run_id)
+        .is_some_and(|p| p.plan.settings.unattended);
+    if unattended {
+        let Some(pending) = state.agents.remove(run_id) else {
+            return Err(unknown_plan(run_id));
+        };
+        let approval = agent::unattended_approval(&pending.plan);
+        return run_approved(state, run_id, pending, approval).await;
+    }
     // Pi shows the review too (its dialogs one at a time); whichever side decides first wins,
     // and the other one's dialog is dismissed.
     let ask = state.agents.lock().get(run_id).map(|p| {
@@ -525,13 +539,23 @@ async fn decide_and_run(
                 "text": "Subagent run cancelled: nobody approved the plan in time."}))
         }
     };
+    let approval = agent::human_approval(&pending.plan, viewed, from);
+    run_approved(state, run_id, pending, approval).await
+}
+
+/// Runs an approved plan (at most [`MAX_CHILDREN`] at once) and says what the parent receives.
+async fn run_approved(
+    state: &ServerState,
+    run_id: &str,
+    pending: Pending,
+    approval: Value,
+) -> ApiResult<Value> {
     let _permit = state
         .agents
         .children
         .acquire()
         .await
         .map_err(|_| ApiError::internal("the child-run limiter closed"))?;
-    let approval = agent::human_approval(&pending.plan, viewed, from);
     let project = state.project.clone();
     let plan = pending.plan;
     let record = tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval))
