@@ -298,7 +298,7 @@ export default function piForge(pi: ExtensionAPI) {
 				pi.sendMessage(
 					{
 						customType: "pi-forge-subagent-result",
-						content: `Background subagent ${String(command.runId)} (${String(command.task)}) ${command.ok === true ? "finished" : "did not finish"}:\n\n${String(command.text)}`,
+						content: String(command.message),
 						display: true,
 						details: { runId: String(command.runId), ok: command.ok === true },
 					},

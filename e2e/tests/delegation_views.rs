@@ -11,48 +11,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
+use pi::delegation::{CHILD, PARENT, REVIEWER, SETTINGS};
 use pi::Workspace;
 use serde_json::{json, Value};
 use support::Browser;
-
-const CHILD: &str = r#"{
-  "schemaVersion": 2,
-  "type": "pi-forge.prompt-stack",
-  "id": "child",
-  "mode": "replace",
-  "tools": { "allow": ["read", "grep", "bash"] },
-  "items": [
-    { "id": "sys", "kind": "block", "role": "system", "content": "You are CHILD REVIEWER." },
-    { "id": "note", "kind": "block", "role": "user", "content": "Be brief." }
-  ]
-}
-"#;
-
-const REVIEWER: &str = r#"{
-  "schemaVersion": 1,
-  "type": "pi-forge.agent-profile",
-  "id": "reviewer",
-  "model": { "provider": "fake", "id": "fake-1" },
-  "thinkingLevel": "off",
-  "promptStack": "child"
-}
-"#;
-
-const SETTINGS: &str = r#"{ "profiles": { "project:reviewer": { "enabled": true } } }"#;
-
-/// The parent's Preset lets the model delegate (its tool policy allows `forge_subagent`).
-const PARENT: &str = r#"{
-  "schemaVersion": 2,
-  "type": "pi-forge.prompt-stack",
-  "id": "parent",
-  "mode": "replace",
-  "tools": { "allow": ["read", "forge_subagent"] },
-  "items": [
-    { "id": "sys", "kind": "block", "role": "system", "content": "You are PARENT." },
-    { "id": "hist", "kind": "slot", "slot": "chat-history" }
-  ]
-}
-"#;
 
 /// `[[dt, dd], …]` of the plan card for `run`.
 async fn facts(browser: &Browser, run: &str) -> Vec<(String, String)> {

@@ -6,33 +6,9 @@
 mod pi;
 mod support;
 
-use pi::Workspace;
+use pi::delegation::{CHILD, PARENT, REVIEWER, SETTINGS};
+use pi::{message_texts, tool_names, Workspace};
 use serde_json::{json, Value};
-
-const CHILD: &str = r#"{
-  "schemaVersion": 2,
-  "type": "pi-forge.prompt-stack",
-  "id": "child",
-  "mode": "replace",
-  "tools": { "allow": ["read", "grep", "bash"] },
-  "items": [
-    { "id": "sys", "kind": "block", "role": "system", "content": "You are CHILD REVIEWER." },
-    { "id": "note", "kind": "block", "role": "user", "content": "Be brief." }
-  ]
-}
-"#;
-
-const REVIEWER: &str = r#"{
-  "schemaVersion": 1,
-  "type": "pi-forge.agent-profile",
-  "id": "reviewer",
-  "model": { "provider": "fake", "id": "fake-1" },
-  "thinkingLevel": "off",
-  "promptStack": "child"
-}
-"#;
-
-const SETTINGS: &str = r#"{ "profiles": { "project:reviewer": { "enabled": true } } }"#;
 
 fn workspace(settings: &str) -> Workspace {
     Workspace::new(&[
@@ -44,35 +20,6 @@ fn workspace(settings: &str) -> Workspace {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
-}
-
-fn message_texts(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let content = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                _ => String::new(),
-            };
-            (m["role"].as_str().unwrap_or_default().to_string(), content)
-        })
-        .collect()
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    let mut names: Vec<String> = body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 fn folder_has_transcript(ws: &Workspace, run_id: &str) -> bool {
@@ -341,20 +288,6 @@ fn a_stack_changed_on_disk_after_the_review_makes_the_approval_stale() {
     assert!(rest.ends_with("prepare it again.\n"), "{rest}");
     assert!(ws.model.bodies().is_empty());
 }
-
-/// The parent's Preset lets the model delegate (its tool policy allows `forge_subagent`).
-const PARENT: &str = r#"{
-  "schemaVersion": 2,
-  "type": "pi-forge.prompt-stack",
-  "id": "parent",
-  "mode": "replace",
-  "tools": { "allow": ["read", "forge_subagent"] },
-  "items": [
-    { "id": "sys", "kind": "block", "role": "system", "content": "You are PARENT." },
-    { "id": "hist", "kind": "slot", "slot": "chat-history" }
-  ]
-}
-"#;
 
 /// A parent Pi session in a project whose active Preset lets the model delegate to `reviewer`.
 fn parent_session() -> (Workspace, pi::Pi) {

@@ -6,7 +6,7 @@
 mod pi;
 mod support;
 
-use pi::Workspace;
+use pi::{message_texts, tool_names, Workspace};
 use serde_json::{json, Value};
 
 const REVIEWER: &str = r#"{
@@ -68,46 +68,10 @@ fn workspace() -> Workspace {
     Workspace::new(FILES)
 }
 
-/// The tool names a request declared, sorted (Pi declares them in registry order).
-fn declared(body: &Value) -> Vec<String> {
-    let mut names: Vec<String> = body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 fn sorted(names: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     out.sort();
     out
-}
-
-/// `(role, text)` of every message of a request.
-fn messages(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let text = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join(""),
-                _ => String::new(),
-            };
-            (m["role"].as_str().unwrap_or_default().to_string(), text)
-        })
-        .collect()
 }
 
 fn state(ws: &Workspace) -> Value {
@@ -202,7 +166,7 @@ fn enabling_in_the_browser_reaches_the_next_request_and_disabling_removes_it() {
     assert_eq!(settled["aborted"], false);
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 1);
-    let sent = messages(&bodies[0]);
+    let sent = message_texts(&bodies[0]);
     assert_eq!(sent.len(), 3, "{sent:#?}");
     assert_eq!(sent[0].0, "system");
     assert_eq!(
@@ -214,7 +178,7 @@ fn enabling_in_the_browser_reaches_the_next_request_and_disabling_removes_it() {
     );
     assert_eq!(sent[2], ("user".to_string(), "hello there".to_string()));
     assert_eq!(
-        declared(&bodies[0]),
+        tool_names(&bodies[0]),
         sorted(&["read", "edit", "write", "grep"])
     );
     // After the request, the idle session records the delivery anchor.
@@ -245,7 +209,7 @@ fn enabling_in_the_browser_reaches_the_next_request_and_disabling_removes_it() {
     pi.prompt("again");
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 2);
-    let sent = messages(&bodies[1]);
+    let sent = message_texts(&bodies[1]);
     assert!(
         sent.iter()
             .all(|(_, text)| !text.contains("pi-forge-capabilities")),
@@ -256,7 +220,7 @@ fn enabling_in_the_browser_reaches_the_next_request_and_disabling_removes_it() {
         ["system", "user", "assistant", "user"]
     );
     assert_eq!(
-        declared(&bodies[1]),
+        tool_names(&bodies[1]),
         sorted(&["read", "bash", "edit", "write"])
     );
 
@@ -287,7 +251,7 @@ fn a_model_that_accepts_system_messages_gets_a_native_system_message() {
         .to_string();
     pi.prompt("hello there");
     let bodies = ws.model.bodies();
-    let sent = messages(&bodies[0]);
+    let sent = message_texts(&bodies[0]);
     assert_eq!(sent.len(), 3, "{sent:#?}");
     assert_eq!(
         sent[1],
@@ -321,7 +285,7 @@ fn the_agent_enables_a_model_callable_binding_and_is_refused_the_other() {
     assert_eq!(bodies.len(), 3, "tool call, tool call, answer");
     // The model was offered the control tool (the Preset has a model-callable binding).
     assert_eq!(
-        declared(&bodies[0]),
+        tool_names(&bodies[0]),
         sorted(&["read", "bash", "edit", "write", "forge_capability"])
     );
     let now = state(&ws);
@@ -332,7 +296,7 @@ fn the_agent_enables_a_model_callable_binding_and_is_refused_the_other() {
     let activation = active[0]["activationId"].as_str().unwrap();
     // The second request carries the tool result and, from then on, the capability's text
     // (before the newest user message) and its tools.
-    let second = messages(&bodies[1]);
+    let second = message_texts(&bodies[1]);
     let tool_result = second.iter().find(|(role, _)| role == "tool").unwrap();
     assert_eq!(
         tool_result.1,
@@ -343,10 +307,10 @@ fn the_agent_enables_a_model_callable_binding_and_is_refused_the_other() {
     assert_eq!(second[1].0, "user");
     assert_eq!(second[1].1, user_notice(&[reviewer_block(activation)]));
     assert_eq!(
-        declared(&bodies[1]),
+        tool_names(&bodies[1]),
         sorted(&["read", "edit", "write", "grep", "forge_capability"])
     );
-    let third = messages(&bodies[2]);
+    let third = message_texts(&bodies[2]);
     let refused = third
         .iter()
         .filter(|(role, _)| role == "tool")
@@ -428,7 +392,7 @@ fn a_restarted_pi_rebuilds_the_same_state_from_its_session() {
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 2);
     let activation = after["active"][0]["activationId"].as_str().unwrap();
-    let sent = messages(&bodies[1]);
+    let sent = message_texts(&bodies[1]);
     assert!(
         sent.contains(&(
             "user".to_string(),
@@ -437,7 +401,7 @@ fn a_restarted_pi_rebuilds_the_same_state_from_its_session() {
         "{sent:#?}"
     );
     assert_eq!(
-        declared(&bodies[1]),
+        tool_names(&bodies[1]),
         sorted(&["read", "edit", "write", "grep"])
     );
 }
@@ -514,7 +478,7 @@ fn saving_the_active_preset_may_not_break_an_active_capability_and_compaction_ke
     });
     pi.prompt("after compaction");
     let bodies = ws.model.bodies();
-    let last = messages(bodies.last().unwrap());
+    let last = message_texts(bodies.last().unwrap());
     let notices = last
         .iter()
         .filter(|(_, text)| text.contains("<pi-forge-capabilities>"))

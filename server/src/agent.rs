@@ -271,6 +271,24 @@ pub fn new_ids() -> PlanIds {
     }
 }
 
+/// The project's and the global `subagents.json`, read once (absent files are `None`).
+pub struct SubagentsFiles {
+    project: Option<SubagentsConfig>,
+    global: Option<SubagentsConfig>,
+}
+
+impl SubagentsFiles {
+    pub fn read(paths: &WorkspacePaths) -> SubagentsFiles {
+        SubagentsFiles {
+            project: read_settings(
+                &paths.project.join(".pi/forge/subagents.json"),
+                Scope::Project,
+            ),
+            global: read_settings(&paths.global.join("subagents.json"), Scope::Global),
+        }
+    }
+}
+
 /// Reads the delegation settings of `paths` and seals a plan over `snapshot` (the CLI and the
 /// editor server share it).
 pub fn prepare_plan(
@@ -280,14 +298,22 @@ pub fn prepare_plan(
     ids: &PlanIds,
     clock: Clock,
 ) -> std::result::Result<HostPlan, Vec<ContractDiagnostic>> {
-    let project_settings = read_settings(
-        &paths.project.join(".pi/forge/subagents.json"),
-        Scope::Project,
-    );
-    let global_settings = read_settings(&paths.global.join("subagents.json"), Scope::Global);
+    let files = SubagentsFiles::read(paths);
+    prepare_plan_with(snapshot, paths, &files, request, ids, clock)
+}
+
+/// [`prepare_plan`] with settings already read (several plans over the same files).
+pub fn prepare_plan_with(
+    snapshot: &forge_core::workspace::WorkspaceSnapshot,
+    paths: &WorkspacePaths,
+    files: &SubagentsFiles,
+    request: &PlanRequest,
+    ids: &PlanIds,
+    clock: Clock,
+) -> std::result::Result<HostPlan, Vec<ContractDiagnostic>> {
     let layers = SettingsLayers {
-        global: global_settings.iter().collect(),
-        project: project_settings.iter().collect(),
+        global: files.global.iter().collect(),
+        project: files.project.iter().collect(),
     };
     let cwd = paths.project.display().to_string();
     plan_run(&HostPlanInput {

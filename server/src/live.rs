@@ -256,30 +256,36 @@ impl Drop for StreamGuard {
     }
 }
 
-fn random_id() -> String {
-    let mut bytes = [0u8; 12];
-    // getrandom only fails without an OS entropy source; a clock-derived id still works then.
+/// `N` random bytes; without an OS entropy source (getrandom fails), clock-derived bytes, so ids
+/// still work.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        bytes.copy_from_slice(&nanos.to_le_bytes()[..12]);
+            .map_or(0, |d| d.as_nanos())
+            .to_le_bytes();
+        for (b, n) in bytes.iter_mut().zip(nanos.iter().cycle()) {
+            *b = *n;
+        }
     }
+    bytes
+}
+
+fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_id() -> String {
+    hex(&random_bytes::<12>())
 }
 
 /// A random UUIDv4 (activation and event ids).
 pub fn new_uuid() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        b.copy_from_slice(&nanos.to_le_bytes());
-    }
+    let mut b = random_bytes::<16>();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],

@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 
 use crate::support::pi_forge_binary;
 
+pub mod delegation;
+
 /// Pi's tools cache: the same rule as xtask's `pi_tools_dir`.
 pub fn pi_tools() -> PathBuf {
     let base = if let Some(dir) = std::env::var_os("PI_FORGE_TOOLS_DIR").filter(|v| !v.is_empty()) {
@@ -611,4 +613,36 @@ pub fn poll<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<
 
 pub fn path_str(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// `(role, text)` of every message of a request the fake model received (string content, or the
+/// text parts joined).
+pub fn message_texts(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let content = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                _ => String::new(),
+            };
+            (m["role"].as_str().unwrap_or_default().to_string(), content)
+        })
+        .collect()
+}
+
+/// The tool names a request declared, sorted (Pi declares them in registry order).
+pub fn tool_names(body: &Value) -> Vec<String> {
+    let mut names: Vec<String> = body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }

@@ -346,6 +346,8 @@ async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> A
 async fn profiles(State(state): State<AppState>) -> Response {
     let snapshot = state.ws.snapshot();
     let paths = paths(&state);
+    // One read of the settings for every profile's readiness check.
+    let files = agent::SubagentsFiles::read(&paths);
     let mut out = Vec::new();
     for entry in &snapshot.profiles {
         let key = entry.key.to_string();
@@ -355,9 +357,10 @@ async fn profiles(State(state): State<AppState>) -> Response {
             timeout_ms: None,
             parent_session: None,
         };
-        let check = agent::prepare_plan(
+        let check = agent::prepare_plan_with(
             &snapshot,
             &paths,
+            &files,
             &request,
             &agent::new_ids(),
             local_clock(),
@@ -456,8 +459,16 @@ async fn host_subagent(
             let mut body = serde_json::Map::new();
             body.insert("runId".into(), json!(run_id));
             body.insert("task".into(), json!(task));
-            body.insert("ok".into(), outcome["ok"].clone());
-            body.insert("text".into(), outcome["text"].clone());
+            let ok = outcome["ok"] == true;
+            body.insert("ok".into(), json!(ok));
+            body.insert(
+                "message".into(),
+                json!(format!(
+                    "Background subagent {run_id} ({task}) {}:\n\n{}",
+                    if ok { "finished" } else { "did not finish" },
+                    outcome["text"].as_str().unwrap_or_default()
+                )),
+            );
             let _ = state.live.command("subagentDone", body).await;
         });
         return Ok(ok_json(&json!({

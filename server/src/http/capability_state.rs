@@ -103,6 +103,16 @@ fn resolve_preset(
     }
 }
 
+/// How capability text reaches this session's model: native system sections when Pi says the
+/// model accepts system messages mid-conversation, else a user-role notice.
+fn presentation(facts: &live::PiFacts) -> TextPresentation {
+    if facts.model.as_ref().is_some_and(|m| m.mid_convo_system) {
+        TextPresentation::Native
+    } else {
+        TextPresentation::User
+    }
+}
+
 /// Reads the inputs from the host and the workspace.
 pub fn inputs(h: &HostView<'_>, snapshot: &WorkspaceSnapshot, server_trusted: bool) -> Inputs {
     let caps = h.caps();
@@ -134,11 +144,7 @@ pub fn inputs(h: &HostView<'_>, snapshot: &WorkspaceSnapshot, server_trusted: bo
             .model
             .as_ref()
             .map(|m| (m.provider.clone(), m.id.clone())),
-        presentation: if facts.model.as_ref().is_some_and(|m| m.mid_convo_system) {
-            TextPresentation::Native
-        } else {
-            TextPresentation::User
-        },
+        presentation: presentation(facts),
         anchor: caps.record.anchor.clone(),
         prepared_through: caps.prepared_through.clone(),
         last_tool_change: caps.last_tool_change.clone(),
@@ -189,20 +195,17 @@ impl Inputs {
     fn blocked_tools(&self) -> Map<String, Value> {
         let state = self.state_or_empty();
         let patches = ops::active_patches(&state);
-        let policy = self.preset.as_ref().and_then(|p| p.policy.as_ref());
+        let preset = self.preset.as_ref();
+        let policy = preset.and_then(|p| p.policy.as_ref());
         let mut out = Map::new();
         for tool in &self.registered {
-            if !blocks_tool(tool, None, &patches) && !blocks_tool(tool, policy, &[]) {
-                continue;
-            }
             let reason = if blocks_tool(tool, policy, &[]) {
-                let preset = self
-                    .preset
-                    .as_ref()
-                    .map_or(String::new(), |p| p.key.to_string());
+                let preset = preset.map_or(String::new(), |p| p.key.to_string());
                 format!("pi-forge: the active Preset {preset} does not allow the tool {tool}.")
-            } else {
+            } else if blocks_tool(tool, None, &patches) {
                 format!("pi-forge: an active capability removes the tool {tool}.")
+            } else {
+                continue;
             };
             out.insert(tool.clone(), Value::String(reason));
         }
@@ -826,13 +829,12 @@ async fn host_system_context(
     HostBody(body): HostBody,
 ) -> ApiResult<Response> {
     let message: SystemContextMessage = parse(body, "system context")?;
-    let snapshot = state.ws.snapshot();
-    let trusted = state.ws.trusted();
+    // Once per provider request: only the branch's events and the model's presentation are
+    // read (no Preset resolution, no copies of the record).
     let projection = state.live.with_host(&id, &message.session_id, |h| {
-        let inputs = inputs(h, &snapshot, trusted);
-        let state = inputs.state.ok()?;
+        let state = reduce(&h.caps().record.events).ok()?;
         let roles: Vec<&str> = message.roles.iter().map(String::as_str).collect();
-        let projected = delivery::project(&state, inputs.presentation, &roles, now_ms());
+        let projected = delivery::project(&state, presentation(h.facts()), &roles, now_ms());
         // The request carries every event so far, with or without text.
         h.caps_mut().prepared_through = state.last_event_id.clone();
         projected
