@@ -880,13 +880,24 @@ pub struct RunDetail {
     pub ok: bool,
     pub record: Value,
     pub answer: Option<String>,
+    /// The approved prompt (`plan.json`'s system prompt and messages), when kept.
+    #[serde(default)]
+    pub prompt: Option<PlanPrompt>,
+    /// The child's messages after the approved prompt: answers, tool calls and tool results.
+    #[serde(default)]
+    pub transcript: Vec<crate::delegation::host::TranscriptEntry>,
 }
 
-/// The `agent-plans` event: how many plans wait for a person and how many runs this server
-/// finished (sent after `ready` and whenever a plan is added or decided or a run ends).
+/// The `agent-plans` event: how many plans wait for a person, how many approved runs are in
+/// progress (queued or running), how many runs started a child and how many this server
+/// finished (sent after `ready` and whenever any of them changes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentPlansEvent {
     pub pending: u64,
+    #[serde(default)]
+    pub running: u64,
+    #[serde(default)]
+    pub started: u64,
     pub finished: u64,
 }
 

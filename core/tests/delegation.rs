@@ -1797,3 +1797,111 @@ fn tool_description_summary_ready_first_and_bounded() {
         .collect();
     assert!(tool_description_summary(&long).chars().count() <= SUMMARY_MAX_CHARS);
 }
+
+/// A child that called a tool, read it, and answered: two model requests.
+fn two_turn_child() -> String {
+    [
+        json!({"type": "agent_start", "thinkingLevel": "low"}),
+        json!({"type": "message_end", "message": {"role": "user", "content": [{"type": "text", "text": "pi-forge delegated task"}]}}),
+        json!({"type": "message_end", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}}
+        ], "stopReason": "toolUse", "provider": "fake", "model": "m",
+           "usage": {"input": 100, "output": 10, "cacheRead": 5, "cacheWrite": 0, "totalTokens": 115,
+                     "cost": {"input": 0.001, "output": 0.0005, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0015}}}}),
+        json!({"type": "message_end", "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": "hello"}], "isError": false}}),
+        json!({"type": "message_end", "message": {"role": "assistant", "content": [{"type": "text", "text": "It says hello."}],
+            "stopReason": "stop", "provider": "fake", "model": "m",
+            "usage": {"input": 130, "output": 6, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 136,
+                      "cost": {"input": 0.002, "output": 0.0003, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0023}}}}),
+        json!({"type": "agent_end"}),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect()
+}
+
+#[test]
+fn child_usage_adds_up_over_every_request_of_the_run() {
+    let out = forge_core::delegation::host::read_child_events(&two_turn_child());
+    assert_eq!(out.answer, "It says hello.");
+    assert_eq!(out.stop_reason.as_deref(), Some("stop"));
+    assert!(out.succeeded());
+    assert_eq!((out.turns, out.tool_calls), (2, 1));
+    assert_eq!(out.thinking_level.as_deref(), Some("low"));
+    let usage = out.usage.expect("usage reported");
+    assert_eq!(
+        (
+            &usage["input"],
+            &usage["output"],
+            &usage["cacheRead"],
+            &usage["totalTokens"]
+        ),
+        (&json!(230), &json!(16), &json!(5), &json!(251))
+    );
+    let total = usage["cost"]["total"].as_f64().expect("a cost");
+    assert!((total - 0.0038).abs() < 1e-12, "{total}");
+}
+
+#[test]
+fn a_child_without_usage_reports_none_not_zero() {
+    let line = json!({"type": "message_end", "message": {"role": "assistant",
+        "content": [{"type": "text", "text": "ok"}], "stopReason": "stop"}});
+    let out = forge_core::delegation::host::read_child_events(&format!("{line}\n"));
+    assert_eq!((out.usage, out.turns, out.tool_calls), (None, 1, 0));
+}
+
+#[test]
+fn the_transcript_lists_answers_tool_calls_and_results_in_order() {
+    use forge_core::delegation::host::{transcript, TranscriptEntry, TranscriptToolCall};
+    assert_eq!(
+        transcript(&two_turn_child()),
+        vec![
+            TranscriptEntry {
+                role: "assistant".into(),
+                text: "Looking.".into(),
+                tool_calls: vec![TranscriptToolCall {
+                    name: "read".into(),
+                    arguments: r#"{"path":"a.txt"}"#.into(),
+                }],
+                stop_reason: Some("toolUse".into()),
+                ..TranscriptEntry::default()
+            },
+            TranscriptEntry {
+                role: "toolResult".into(),
+                text: "hello".into(),
+                tool_name: Some("read".into()),
+                ..TranscriptEntry::default()
+            },
+            TranscriptEntry {
+                role: "assistant".into(),
+                text: "It says hello.".into(),
+                stop_reason: Some("stop".into()),
+                ..TranscriptEntry::default()
+            },
+        ]
+    );
+}
+
+#[test]
+fn max_concurrent_runs_comes_from_a_trusted_project_then_global_then_four() {
+    let project = parse_subagents_value(&json!({"maxConcurrentRuns": 2}), Scope::Project, "p");
+    let global = parse_subagents_value(&json!({"maxConcurrentRuns": 8}), Scope::Global, "g");
+    assert_eq!(project.diagnostics, vec![]);
+    let both = SettingsLayers {
+        global: vec![&global.config],
+        project: vec![&project.config],
+    };
+    assert_eq!(max_concurrent_runs(&both, true), 2);
+    assert_eq!(max_concurrent_runs(&both, false), 8);
+    assert_eq!(max_concurrent_runs(&SettingsLayers::default(), true), 4);
+    for bad in [json!(0), json!(17), json!("3"), json!(2.5)] {
+        let parsed = parse_subagents_value(&json!({"maxConcurrentRuns": bad}), Scope::Project, "p");
+        assert_eq!(parsed.config.max_concurrent_runs, None);
+        assert_eq!(
+            parsed.diagnostics[0].message,
+            "maxConcurrentRuns must be an integer from 1 to 16; it is ignored."
+        );
+    }
+}

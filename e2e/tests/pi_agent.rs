@@ -615,3 +615,153 @@ fn a_trusted_projects_unattended_setting_runs_without_review_and_says_so() {
     assert_eq!(receipt["required"], false);
     assert_eq!(receipt["viewedFullPrompt"], false);
 }
+
+/// Waits until `want` holds for the run list (`GET /api/agent/runs`).
+fn wait_runs(ws: &Workspace, what: &str, want: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, body) = ws.api("GET", "/api/agent/runs", "");
+        let runs = body["runs"].as_array().cloned().unwrap_or_default();
+        if want(&runs) {
+            return runs;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {runs:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn status_of(runs: &[Value], run: &str) -> String {
+    runs.iter()
+        .find(|r| r["runId"] == run)
+        .and_then(|r| r["status"].as_str())
+        .unwrap_or("absent")
+        .to_string()
+}
+
+#[test]
+fn a_running_run_is_cancelled_from_the_browser_and_the_next_one_waits_for_its_slot() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (
+            ".pi/forge/subagents.json",
+            r#"{ "maxConcurrentRuns": 1, "profiles": { "project:reviewer": { "enabled": true } } }"#,
+        ),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tools(&[
+        (
+            "forge_subagent",
+            json!({"profile": "reviewer", "task": "Review src/slow.rs", "background": true}),
+        ),
+        (
+            "forge_subagent",
+            json!({"profile": "reviewer", "task": "Review src/next.rs", "background": true}),
+        ),
+    ]);
+    ws.model.answer("both delegated");
+    pi.prompt("delegate two in the background");
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    let plans = plans["plans"].as_array().unwrap().clone();
+    assert_eq!(plans.len(), 2, "{plans:#?}");
+    let by_task = |task: &str| plans.iter().find(|p| p["task"] == task).unwrap().clone();
+    let (slow, next) = (by_task("Review src/slow.rs"), by_task("Review src/next.rs"));
+    let slow_run = slow["runId"].as_str().unwrap().to_string();
+    let next_run = next["runId"].as_str().unwrap().to_string();
+    // The first child's request hangs; the second run has to wait for the only slot.
+    ws.model.hang(60);
+    approve(&ws, &slow, false);
+    let before = ws.model.bodies().len();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while ws.model.bodies().len() == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    approve(&ws, &next, false);
+    let runs = wait_runs(&ws, "one running, one queued", |runs| {
+        status_of(runs, &slow_run) == "running" && status_of(runs, &next_run) == "queued"
+    });
+    assert_eq!(runs.len(), 2);
+    let (status, body) = ws.api("POST", &format!("/api/agent/runs/{slow_run}/cancel"), "{}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"ok": true, "runId": slow_run, "status": "running"})
+    );
+    let runs = wait_runs(
+        &ws,
+        "the cancelled run's record and the next run's end",
+        |runs| {
+            status_of(runs, &slow_run) == "cancelled" && status_of(runs, &next_run) == "completed"
+        },
+    );
+    let cancelled = runs.iter().find(|r| r["runId"] == slow_run).unwrap();
+    assert_eq!(
+        cancelled["error"],
+        "Cancelled by a person before the run finished; its process group was killed."
+    );
+    // The cancelled child's whole process group is gone.
+    let folder = ws
+        .project()
+        .join(".pi/forge/runs")
+        .join(slow_run.replace(':', "-"))
+        .display()
+        .to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&folder))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+    // Cancelling again: it already ended.
+    let (status, body) = ws.api("POST", &format!("/api/agent/runs/{slow_run}/cancel"), "{}");
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "run_ended");
+    // The parent hears about both.
+    let notices = || {
+        ws.model
+            .bodies()
+            .iter()
+            .flat_map(message_texts)
+            .map(|(_, t)| t)
+            .filter(|t| t.starts_with("Background subagent "))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while notices() < 2 {
+        assert!(std::time::Instant::now() < deadline, "both notices");
+        let _ = pi.wait("a follow-up turn", |e| e["type"] == "agent_settled");
+    }
+    let texts: Vec<String> = ws
+        .model
+        .bodies()
+        .iter()
+        .flat_map(message_texts)
+        .map(|(_, t)| t)
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with(&format!(
+            "Background subagent {slow_run} (Review src/slow.rs) did not finish:\n\nSubagent failed: {{\"status\":\"cancelled\""
+        ))),
+        "{texts:#?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.starts_with(&format!(
+            "Background subagent {next_run} (Review src/next.rs) finished:\n\nok from fake"
+        ))),
+        "{texts:#?}"
+    );
+}

@@ -14,12 +14,16 @@
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use forge_core::canonical::sha256_hex;
 use forge_core::delegation::approval::{approval_full_view, approval_summary, check_approval};
-use forge_core::delegation::config::{parse_subagents_bytes, SettingsLayers, SubagentsConfig};
+use forge_core::delegation::config::{
+    max_concurrent_runs, parse_subagents_bytes, SettingsLayers, SubagentsConfig,
+};
 use forge_core::delegation::host::{
     child_input, plan_run, read_child_events, verify_payload, HostPlan, HostPlanInput, PlanIds,
 };
@@ -109,7 +113,12 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             let approval = human_approval(&prepared.plan, viewed, "terminal");
-            let record = execute(&paths.project, &prepared.plan, approval)?;
+            let record = execute(
+                &paths.project,
+                &prepared.plan,
+                approval,
+                &cancel_on_interrupt(),
+            )?;
             print_record(&record);
             if record["status"] != "completed" {
                 return Ok(ExitCode::from(1));
@@ -287,6 +296,18 @@ impl SubagentsFiles {
             global: read_settings(&paths.global.join("subagents.json"), Scope::Global),
         }
     }
+
+    fn layers(&self) -> SettingsLayers<'_> {
+        SettingsLayers {
+            global: self.global.iter().collect(),
+            project: self.project.iter().collect(),
+        }
+    }
+
+    /// How many children may run at once (`maxConcurrentRuns`, default 4).
+    pub fn max_concurrent_runs(&self, trusted: bool) -> usize {
+        max_concurrent_runs(&self.layers(), trusted) as usize
+    }
 }
 
 /// Reads the delegation settings of `paths` and seals a plan over `snapshot` (the CLI and the
@@ -311,10 +332,7 @@ pub fn prepare_plan_with(
     ids: &PlanIds,
     clock: Clock,
 ) -> std::result::Result<HostPlan, Vec<ContractDiagnostic>> {
-    let layers = SettingsLayers {
-        global: files.global.iter().collect(),
-        project: files.project.iter().collect(),
-    };
+    let layers = files.layers();
     let cwd = paths.project.display().to_string();
     plan_run(&HostPlanInput {
         workspace: snapshot,
@@ -423,9 +441,39 @@ pub fn unattended_approval(plan: &HostPlan) -> Value {
     })
 }
 
+/// A flag Ctrl+C sets: the child runs in its own process group, so the terminal's interrupt
+/// does not reach it; `execute` kills the group and records the run as cancelled.
+fn cancel_on_interrupt() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = Arc::clone(&flag);
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
+            eprintln!("pi-forge: interrupted; stopping the subagent…");
+            set.store(true, Ordering::SeqCst);
+        }
+    });
+    flag
+}
+
+/// Why a run was cancelled, as its record says.
+pub const CANCELLED_ERROR: &str =
+    "Cancelled by a person before the run finished; its process group was killed.";
+
 /// Runs the approved plan in a child Pi and keeps the run record (blocking; the server calls it
-/// on a blocking thread).
-pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<Value> {
+/// on a blocking thread). Setting `cancel` stops the run: the child's process group is killed
+/// and the run is recorded as `cancelled` (a run cancelled before it started never starts).
+pub fn execute(
+    project: &Path,
+    prepared: &HostPlan,
+    approval: Value,
+    cancel: &AtomicBool,
+) -> Result<Value> {
     let plan = &prepared.plan;
     let folder = run_folder(project, &plan.run_id);
     std::fs::create_dir_all(&folder)
@@ -483,6 +531,19 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
     }
     let started = Instant::now();
     let started_at = crate::live::now_iso();
+    if cancel.load(Ordering::SeqCst) {
+        let _ = std::fs::remove_file(&input_path);
+        let _ = std::fs::remove_file(&bridge);
+        let outcome = read_child_events("");
+        let ended = Ended {
+            status: "cancelled",
+            error: Some(CANCELLED_ERROR.to_string()),
+            started_at,
+            duration_ms: 0,
+            payload_hashes: Vec::new(),
+        };
+        return keep_record(&folder, prepared, approval, &outcome, ended);
+    }
     let mut child = cmd.spawn().context(
         "cannot start the child Pi (set PI_FORGE_PI to Pi's executable, or put `pi` on PATH)",
     )?;
@@ -501,12 +562,14 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
     });
     let deadline = started + Duration::from_millis(prepared.timeout_ms);
     let mut timed_out = false;
+    let mut cancelled = false;
     loop {
         if child.try_wait()?.is_some() {
             break;
         }
-        if Instant::now() >= deadline {
-            timed_out = true;
+        cancelled = cancel.load(Ordering::SeqCst);
+        timed_out = Instant::now() >= deadline;
+        if cancelled || timed_out {
             kill_group(pid);
             let _ = child.wait();
             break;
@@ -548,7 +611,9 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
             }
         }
     }
-    let (status, error) = if timed_out {
+    let (status, error) = if cancelled {
+        ("cancelled", Some(CANCELLED_ERROR.to_string()))
+    } else if timed_out {
         (
             "timed-out",
             Some(format!(
@@ -582,7 +647,36 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
             )),
         )
     };
-    let answer = if status == "completed" {
+    let ended = Ended {
+        status,
+        error,
+        started_at,
+        duration_ms,
+        payload_hashes,
+    };
+    keep_record(&folder, prepared, approval, &outcome, ended)
+}
+
+/// How a run ended, as `execute` found it.
+struct Ended {
+    status: &'static str,
+    error: Option<String>,
+    started_at: String,
+    duration_ms: u64,
+    payload_hashes: Vec<String>,
+}
+
+/// Writes `answer.txt` (the answer of a completed run, else empty) and then `result.json`, the
+/// record that seals it.
+fn keep_record(
+    folder: &Path,
+    prepared: &HostPlan,
+    approval: Value,
+    outcome: &forge_core::delegation::host::ChildOutcome,
+    ended: Ended,
+) -> Result<Value> {
+    let plan = &prepared.plan;
+    let answer = if ended.status == "completed" {
         outcome.answer.clone()
     } else {
         String::new()
@@ -594,8 +688,8 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
         "requestId": plan.request_id,
         "profileId": plan.profile.profile_id.to_string(),
         "backendId": backend(),
-        "status": status,
-        "error": error,
+        "status": ended.status,
+        "error": ended.error,
         "model": format!("{}/{}", plan.model.provider, plan.model.id),
         "thinkingLevel": plan.thinking_level,
         "usedThinkingLevel": outcome.thinking_level,
@@ -603,10 +697,12 @@ pub fn execute(project: &Path, prepared: &HostPlan, approval: Value) -> Result<V
         "executionFingerprint": plan.execution_fingerprint,
         "conversationFingerprint": plan.conversation_fingerprint,
         "approval": approval,
-        "startedAt": started_at,
-        "durationMs": duration_ms,
+        "startedAt": ended.started_at,
+        "durationMs": ended.duration_ms,
         "usage": outcome.usage,
-        "payloadSha256": payload_hashes,
+        "turns": outcome.turns,
+        "toolCalls": outcome.tool_calls,
+        "payloadSha256": ended.payload_hashes,
         "answerSha256": sha256_hex(answer.as_bytes()),
         "resultMaxChars": plan.result_projection.get("maxChars").cloned(),
         "answerBytes": answer.len(),
@@ -652,15 +748,25 @@ fn print_record(record: &Value) {
     }
 }
 
+/// The kept run records, oldest first.
 pub fn list_runs(project: &Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(runs_dir(project)) else {
-        return Vec::new();
-    };
-    let mut runs: Vec<Value> = entries
+    list_runs_with(project, Vec::new())
+}
+
+/// The kept run records and the runs in `active` that have no record yet, oldest first.
+pub fn list_runs_with(project: &Path, active: Vec<Value>) -> Vec<Value> {
+    let mut runs: Vec<Value> = std::fs::read_dir(runs_dir(project))
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("result.json")).ok())
         .filter_map(|bytes| json::parse_bytes(&bytes).ok())
         .collect();
+    for run in active {
+        if !runs.iter().any(|r| r["runId"] == run["runId"]) {
+            runs.push(run);
+        }
+    }
     runs.sort_by(|a, b| {
         a["startedAt"]
             .as_str()
@@ -677,6 +783,34 @@ pub fn read_run(project: &Path, run_id: &str) -> Option<Value> {
     }
     let bytes = std::fs::read(run_folder(project, run_id).join("result.json")).ok()?;
     json::parse_bytes(&bytes).ok()
+}
+
+/// What a run folder keeps besides its record, as the Runs view shows it.
+pub struct RunFiles {
+    /// The approved system prompt and messages (`plan.json`).
+    pub prompt: Option<forge_core::api::PlanPrompt>,
+    /// The child's messages (`transcript.jsonl`).
+    pub transcript: Vec<forge_core::delegation::host::TranscriptEntry>,
+}
+
+impl RunFiles {
+    /// Reads them (missing or unreadable files give nothing; the record is what counts).
+    pub fn read(project: &Path, run_id: &str) -> RunFiles {
+        if !forge_core::delegation::is_opaque_id(run_id) {
+            return RunFiles {
+                prompt: None,
+                transcript: Vec::new(),
+            };
+        }
+        let folder = run_folder(project, run_id);
+        let prompt = std::fs::read(folder.join("plan.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let transcript = std::fs::read_to_string(folder.join("transcript.jsonl"))
+            .map(|t| forge_core::delegation::host::transcript(&t))
+            .unwrap_or_default();
+        RunFiles { prompt, transcript }
+    }
 }
 
 /// The run's answer when `answer.txt` still has the SHA-256 `result.json` recorded.

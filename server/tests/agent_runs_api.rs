@@ -45,6 +45,21 @@ fn get(server: &Server, path: &str) -> (StatusCode, Value) {
     (status, response.json().unwrap_or(Value::Null))
 }
 
+fn post(server: &Server, path: &str) -> (StatusCode, Value) {
+    let response = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .post(server.url(path))
+        .header("x-pi-forge-token", &server.token)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .unwrap();
+    let status = response.status();
+    (status, response.json().unwrap_or(Value::Null))
+}
+
 fn run_path() -> String {
     format!("/api/agent/runs/{}", RUN.replace(':', "%3A"))
 }
@@ -139,7 +154,8 @@ fn the_event_stream_says_how_many_plans_wait() {
     let started = Instant::now();
     let mut text = String::new();
     let mut buf = [0u8; 4096];
-    let want = "event: agent-plans\ndata: {\"pending\":0,\"finished\":0}\n";
+    let want =
+        "event: agent-plans\ndata: {\"pending\":0,\"running\":0,\"started\":0,\"finished\":0}\n";
     while !text.contains(want) && started.elapsed() < Duration::from_secs(10) {
         let n = stream.read(&mut buf).unwrap();
         if n == 0 {
@@ -148,4 +164,67 @@ fn the_event_stream_says_how_many_plans_wait() {
         text.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
     assert!(text.contains(want), "{text}");
+}
+
+#[test]
+fn a_run_shows_its_approved_prompt_and_transcript() {
+    let dirs = Dirs::new();
+    dirs.write(
+        &format!("{FOLDER}/result.json"),
+        &record("completed", "It says hello."),
+    );
+    dirs.write(&format!("{FOLDER}/answer.txt"), "It says hello.");
+    dirs.write(
+        &format!("{FOLDER}/plan.json"),
+        &json!({"runId": RUN, "systemPrompt": "You review.",
+                "messages": [{"role": "user", "content": "Read a.txt"}]})
+        .to_string(),
+    );
+    let lines = [
+        json!({"type": "message_end", "message": {"role": "user", "content": "pi-forge delegated task"}}),
+        json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "toolUse",
+            "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}}]}}),
+        json!({"type": "message_end", "message": {"role": "toolResult", "toolName": "read", "isError": true,
+            "content": [{"type": "text", "text": "ENOENT"}]}}),
+        json!({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
+            "content": [{"type": "text", "text": "It says hello."}]}}),
+    ];
+    let transcript: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    dirs.write(&format!("{FOLDER}/transcript.jsonl"), &transcript);
+    let server = Server::start(&dirs, &[], &[]);
+    let (status, body) = get(&server, &run_path());
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["prompt"],
+        json!({"systemPrompt": "You review.", "messages": [{"role": "user", "content": "Read a.txt"}]})
+    );
+    assert_eq!(
+        body["transcript"],
+        json!([
+            {"role": "assistant", "text": "", "toolCalls": [{"name": "read", "arguments": "{\"path\":\"a.txt\"}"}], "stopReason": "toolUse"},
+            {"role": "toolResult", "text": "ENOENT", "toolName": "read", "isError": true},
+            {"role": "assistant", "text": "It says hello.", "stopReason": "stop"},
+        ])
+    );
+}
+
+#[test]
+fn cancelling_an_ended_run_is_409_and_an_unknown_run_404() {
+    let dirs = Dirs::new();
+    dirs.write(&format!("{FOLDER}/result.json"), &record("completed", "ok"));
+    dirs.write(&format!("{FOLDER}/answer.txt"), "ok");
+    let server = Server::start(&dirs, &[], &[]);
+    let (status, body) = post(&server, &format!("{}/cancel", run_path()));
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "run_ended");
+    assert_eq!(
+        body["error"],
+        format!("Run {RUN} already ended (completed); there is nothing to cancel.")
+    );
+    let (status, body) = post(&server, "/api/agent/runs/run%3Anope/cancel");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(
+        body["error"],
+        "No run run:nope is in progress or kept in .pi/forge/runs."
+    );
 }

@@ -26,13 +26,19 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 pub const MIN_TIMEOUT_MS: u64 = 1_000;
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 
-const TOP_KEYS: [&str; 5] = [
+const TOP_KEYS: [&str; 6] = [
     "backend",
     "timeoutMs",
     "allowAgentInvocationWithoutApproval",
     "summaryInToolDescription",
+    "maxConcurrentRuns",
     "profiles",
 ];
+
+/// Children that run at once when no file says otherwise.
+pub const DEFAULT_MAX_CONCURRENT_RUNS: u64 = 4;
+/// The most `maxConcurrentRuns` may allow.
+pub const MAX_CONCURRENT_RUNS: u64 = 16;
 
 /// Per-profile policy. `backend`/`timeout_ms`: `None` = key absent or `null` (inherit).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,6 +56,9 @@ pub struct SubagentsConfig {
     /// `Some(true)` only for a boolean `true` in a project file.
     pub allow_without_approval: Option<bool>,
     pub summary_in_tool_description: Option<bool>,
+    /// `maxConcurrentRuns` (a pi-forge extension of the format, 1–16): how many children run at
+    /// once.
+    pub max_concurrent_runs: Option<u64>,
     /// Profile entries keyed by canonical `scope:id`, in file order.
     pub profiles: Vec<(ResourceKey, ProfilePolicy)>,
 }
@@ -166,6 +175,17 @@ pub fn parse_subagents_value(value: &Value, scope: Scope, label: &str) -> Parsed
             None => diags.push(
                 Diagnostic::warning("summaryInToolDescription must be a boolean; it is ignored.")
                     .with_field("summaryInToolDescription"),
+            ),
+        }
+    }
+    if let Some(v) = map.get("maxConcurrentRuns") {
+        match super::pos_int(v).filter(|n| (1..=MAX_CONCURRENT_RUNS).contains(n)) {
+            Some(n) => config.max_concurrent_runs = Some(n),
+            None => diags.push(
+                Diagnostic::warning(format!(
+                    "maxConcurrentRuns must be an integer from 1 to {MAX_CONCURRENT_RUNS}; it is ignored."
+                ))
+                .with_field("maxConcurrentRuns"),
             ),
         }
     }
@@ -307,6 +327,19 @@ pub fn profile_settings(
         timeout_ms,
         unattended,
     }
+}
+
+/// How many children may run at once: a trusted project's `maxConcurrentRuns` › the global
+/// file's › [`DEFAULT_MAX_CONCURRENT_RUNS`].
+pub fn max_concurrent_runs(layers: &SettingsLayers, trusted: bool) -> u64 {
+    let project: &[&SubagentsConfig] = if trusted { &layers.project } else { &[] };
+    layers
+        .global
+        .iter()
+        .chain(project)
+        .rev()
+        .find_map(|c| c.max_concurrent_runs)
+        .unwrap_or(DEFAULT_MAX_CONCURRENT_RUNS)
 }
 
 /// Most profiles named in the tool description summary.

@@ -9,6 +9,7 @@
 //! Ids, the clock and the loaded settings are inputs; the server draws them and owns processes
 //! and files.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::config::{profile_settings, ProfileSettings, SettingsLayers, DEFAULT_BACKEND};
@@ -370,8 +371,15 @@ pub struct ChildOutcome {
     /// The final assistant message's `stopReason`.
     pub stop_reason: Option<String>,
     pub error_message: Option<String>,
-    /// The final assistant message's usage, as Pi reports it.
+    /// Usage summed over every assistant message of the run (a child that called tools made
+    /// several requests): `{input, output, cacheRead, cacheWrite, totalTokens, cost: {input,
+    /// output, cacheRead, cacheWrite, total}}`. `None` when no message reported usage (missing
+    /// usage is never zero).
     pub usage: Option<Value>,
+    /// Assistant messages (model requests) in the run.
+    pub turns: u64,
+    /// Tool calls the child's model made.
+    pub tool_calls: u64,
     /// The thinking level the child ran with (Pi clamps it to the model).
     pub thinking_level: Option<String>,
     pub provider: Option<String>,
@@ -386,13 +394,79 @@ impl ChildOutcome {
     }
 }
 
-/// Reads a child's JSON-mode stdout (one event per line): the last assistant `message_end` wins.
+/// The token counters of Pi's usage object, summed over a run.
+const USAGE_COUNTERS: [&str; 5] = ["input", "output", "cacheRead", "cacheWrite", "totalTokens"];
+/// The members of Pi's `usage.cost`, summed over a run.
+const COST_MEMBERS: [&str; 5] = ["input", "output", "cacheRead", "cacheWrite", "total"];
+
+/// Adds one message's usage to the run's sum (integers stay integers; costs are dollars).
+fn add_usage(sum: &mut Option<Value>, usage: &Value) {
+    if !usage.is_object() {
+        return;
+    }
+    let total = sum.get_or_insert_with(|| {
+        let mut zero = serde_json::Map::new();
+        for k in USAGE_COUNTERS {
+            zero.insert(k.into(), Value::from(0u64));
+        }
+        Value::Object(zero)
+    });
+    for k in USAGE_COUNTERS {
+        let add = usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let was = total[k].as_u64().unwrap_or(0);
+        total[k] = Value::from(was.saturating_add(add));
+    }
+    if let Some(cost) = usage.get("cost").filter(|c| c.is_object()) {
+        if total.get("cost").is_none() {
+            let mut zero = serde_json::Map::new();
+            for k in COST_MEMBERS {
+                zero.insert(k.into(), Value::from(0.0));
+            }
+            total["cost"] = Value::Object(zero);
+        }
+        for k in COST_MEMBERS {
+            let add = cost.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+            let was = total["cost"][k].as_f64().unwrap_or(0.0);
+            total["cost"][k] = Value::from(was + add);
+        }
+    }
+}
+
+/// The assistant and tool-result messages of a child's JSON-mode stdout, in order (`message_end`
+/// events; the placeholder prompt the bridge replaces is not part of it).
+fn child_messages(stdout: &str) -> impl Iterator<Item = Value> + '_ {
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event.get("type").and_then(Value::as_str) == Some("message_end"))
+        .filter_map(|mut event| event.get_mut("message").map(Value::take))
+        .filter(|m| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("assistant" | "toolResult")
+            )
+        })
+}
+
+fn tool_calls_of(message: &Value) -> impl Iterator<Item = &Value> {
+    message
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("toolCall"))
+}
+
+/// Reads a child's JSON-mode stdout (one event per line): the last assistant `message_end` gives
+/// the answer and stop reason; usage, turns and tool calls add up over the run.
 pub fn read_child_events(stdout: &str) -> ChildOutcome {
     let mut out = ChildOutcome {
         answer: String::new(),
         stop_reason: None,
         error_message: None,
         usage: None,
+        turns: 0,
+        tool_calls: 0,
         thinking_level: None,
         provider: None,
         model: None,
@@ -404,33 +478,97 @@ pub fn read_child_events(stdout: &str) -> ChildOutcome {
         if let Some(level) = event.get("thinkingLevel").and_then(Value::as_str) {
             out.thinking_level = Some(level.to_string());
         }
-        if event.get("type").and_then(Value::as_str) != Some("message_end") {
-            continue;
-        }
-        let message = &event["message"];
+    }
+    for message in child_messages(stdout) {
         if message.get("role").and_then(Value::as_str) != Some("assistant") {
             continue;
         }
+        out.turns += 1;
+        out.tool_calls += tool_calls_of(&message).count() as u64;
+        if let Some(usage) = message.get("usage") {
+            add_usage(&mut out.usage, usage);
+        }
         out.answer = text_of(&message["content"]);
-        out.stop_reason = message
-            .get("stopReason")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        out.error_message = message
-            .get("errorMessage")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        out.usage = message.get("usage").cloned();
-        out.provider = message
-            .get("provider")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        out.model = message
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let text = |k: &str| message.get(k).and_then(Value::as_str).map(str::to_string);
+        out.stop_reason = text("stopReason");
+        out.error_message = text("errorMessage");
+        out.provider = text("provider");
+        out.model = text("model");
     }
     out
+}
+
+/// One step of a run's transcript as the Runs view shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptEntry {
+    /// `assistant` or `toolResult`.
+    pub role: String,
+    /// The message's text (an assistant's answer or a tool's output).
+    pub text: String,
+    /// The tool calls an assistant message made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<TranscriptToolCall>,
+    /// The tool a result belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptToolCall {
+    pub name: String,
+    /// The arguments as compact JSON.
+    pub arguments: String,
+}
+
+/// How much of one transcript message the Runs view shows; the rest is named, not dropped.
+pub const TRANSCRIPT_TEXT_CHARS: usize = 16_000;
+
+/// Cuts `text` to `max` characters and says how many follow in the kept file.
+fn shown_text(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let mut shown: String = text.chars().take(max).collect();
+    shown.push_str(&format!(
+        "\n[… {} more characters in transcript.jsonl]",
+        total - max
+    ));
+    shown
+}
+
+/// The transcript of a run from its kept JSON-mode stdout (`transcript.jsonl`); each message's
+/// text is shown up to [`TRANSCRIPT_TEXT_CHARS`] characters, with the count of the rest.
+pub fn transcript(stdout: &str) -> Vec<TranscriptEntry> {
+    child_messages(stdout)
+        .map(|m| {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+            TranscriptEntry {
+                role: text("role").unwrap_or_default(),
+                text: shown_text(
+                    text_of(m.get("content").unwrap_or(&Value::Null)),
+                    TRANSCRIPT_TEXT_CHARS,
+                ),
+                tool_calls: tool_calls_of(&m)
+                    .map(|c| TranscriptToolCall {
+                        name: c.get("name").and_then(Value::as_str).unwrap_or("?").into(),
+                        arguments: crate::json::to_compact(
+                            c.get("arguments").unwrap_or(&Value::Null),
+                        ),
+                    })
+                    .collect(),
+                tool_name: text("toolName"),
+                is_error: m.get("isError").and_then(Value::as_bool).unwrap_or(false),
+                stop_reason: text("stopReason"),
+            }
+        })
+        .collect()
 }
 
 /// How much of an over-long answer's beginning the parent sees next to the reference.
@@ -454,6 +592,15 @@ pub fn project_answer(answer: &str, max_chars: usize, path: &str, sha256: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_transcript_message_names_what_is_not_shown() {
+        assert_eq!(shown_text("abc".into(), 3), "abc");
+        assert_eq!(
+            shown_text("abcdé".into(), 3),
+            "abc\n[… 2 more characters in transcript.jsonl]"
+        );
+    }
 
     #[test]
     fn a_long_answer_becomes_a_reference_with_its_beginning() {

@@ -5,10 +5,14 @@
 //! saw; the plan is prepared again from disk before running, so a profile, stack or settings
 //! change since sealing answers 409 `stale_approval`.
 //!
-//! `AgentHub` is the one owner of pending plans. At most [`MAX_CHILDREN`] children run at once;
-//! a plan nobody decides on within [`APPROVAL_WAIT`] is cancelled.
+//! `AgentHub` is the one owner of pending plans and of the runs in progress. At most
+//! `maxConcurrentRuns` children (subagents.json, default 4) run at once, later ones wait for a
+//! slot (`queued`); a running or queued run can be cancelled (`POST /api/agent/runs/:run/cancel`
+//! kills the child's process group). A plan nobody decides on within [`APPROVAL_WAIT`] is
+//! cancelled.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,7 +30,7 @@ use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
 use forge_core::runtime::Clock;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch, Notify};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_json, typed_response, HostBody, JsonBody};
@@ -35,8 +39,6 @@ use super::{local_clock, AppState, ServerState};
 use crate::agent::{self, PlanRequest};
 use crate::paths::WorkspacePaths;
 
-/// Most child runs at once.
-pub const MAX_CHILDREN: usize = 4;
 /// How long a plan waits for a person.
 pub const APPROVAL_WAIT: Duration = Duration::from_secs(600);
 
@@ -56,11 +58,22 @@ struct Pending {
     decide: Option<oneshot::Sender<Decision>>,
 }
 
-/// The one owner of plans waiting for a person.
+/// An approved run that waits for a slot or runs now.
+struct Active {
+    /// What `GET /api/agent/runs` shows until the record is written.
+    summary: Value,
+    cancel: Arc<AtomicBool>,
+}
+
+/// The one owner of plans waiting for a person and of the runs in progress.
 pub struct AgentHub {
     pending: Mutex<HashMap<String, Pending>>,
-    children: Semaphore,
-    /// How many plans wait and how many runs ended; the `agent-plans` event follows it.
+    active: Mutex<HashMap<String, Active>>,
+    /// Children running now (at most the settings' `maxConcurrentRuns`).
+    slots: Mutex<usize>,
+    slot_freed: Notify,
+    /// How many plans wait, how many runs are in progress and how many ended; the
+    /// `agent-plans` event follows it.
     count: watch::Sender<AgentPlansEvent>,
 }
 
@@ -68,15 +81,72 @@ impl Default for AgentHub {
     fn default() -> Self {
         AgentHub {
             pending: Mutex::new(HashMap::new()),
-            children: Semaphore::new(MAX_CHILDREN),
+            active: Mutex::new(HashMap::new()),
+            slots: Mutex::new(0),
+            slot_freed: Notify::new(),
             count: watch::channel(AgentPlansEvent::default()).0,
         }
+    }
+}
+
+/// A child slot, given back when dropped.
+struct Slot<'a>(&'a AgentHub);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut used = self.0.slots.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(1);
+        drop(used);
+        self.0.slot_freed.notify_waiters();
     }
 }
 
 impl AgentHub {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Active>> {
+        self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until fewer than `limit` children run (or the run is cancelled while it waits).
+    async fn slot(&self, limit: usize, cancel: &AtomicBool) -> Slot<'_> {
+        loop {
+            let freed = self.slot_freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut used = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+                if *used < limit.max(1) || cancel.load(Ordering::SeqCst) {
+                    *used += 1;
+                    return Slot(self);
+                }
+            }
+            freed.await;
+        }
+    }
+
+    /// Marks an approved run as in progress (`status` queued or running).
+    fn set_active(&self, run_id: &str, summary: Value, cancel: Arc<AtomicBool>) {
+        let mut map = self.active();
+        map.insert(run_id.to_string(), Active { summary, cancel });
+        let count = map.len() as u64;
+        self.count.send_modify(|e| e.running = count);
+    }
+
+    fn set_status(&self, run_id: &str, status: &str) {
+        if let Some(a) = self.active().get_mut(run_id) {
+            a.summary["status"] = json!(status);
+        }
+        self.count.send_modify(|e| e.started += 1);
+    }
+
+    fn clear_active(&self, run_id: &str) {
+        let mut map = self.active();
+        map.remove(run_id);
+        let count = map.len() as u64;
+        self.count.send_modify(|e| e.running = count);
     }
 
     /// The number of waiting plans, updated on every add, decision and removal (the
@@ -116,6 +186,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/agent/plans/{run}/reject", post(reject))
         .route("/api/agent/runs", get(runs))
         .route("/api/agent/runs/{run}", get(run_detail))
+        .route("/api/agent/runs/{run}/cancel", post(cancel_run))
         .route("/api/host/{id}/subagent", post(host_subagent))
 }
 
@@ -308,16 +379,29 @@ async fn prepare(State(state): State<AppState>, JsonBody(body): JsonBody) -> Api
     }
 }
 
-/// `GET /api/agent/runs` → `{ok, runs}`: the kept run records, oldest first.
+/// `GET /api/agent/runs` → `{ok, runs}`: the kept run records and the approved runs still in
+/// progress (`status` `queued` or `running`, no record yet), oldest first.
 async fn runs(State(state): State<AppState>) -> Response {
-    ok_json(&json!({"ok": true, "runs": agent::list_runs(&state.project)}))
+    let active: Vec<Value> = state
+        .agents
+        .active()
+        .values()
+        .map(|a| a.summary.clone())
+        .collect();
+    let runs = agent::list_runs_with(&state.project, active);
+    ok_json(&json!({"ok": true, "runs": runs}))
 }
 
-/// `GET /api/agent/runs/:run` → `{ok, record, answer}`: `answer` is the verified answer of a
-/// completed run (`null` for one that did not complete); 409 `answer_hash_mismatch` when
-/// `answer.txt` is not what the record hashed; 404 for an unknown run.
+/// `GET /api/agent/runs/:run` → `{ok, record, answer, prompt, transcript}`: `answer` is the
+/// verified answer of a completed run (`null` for one that did not complete), `prompt` the
+/// approved system prompt and messages, `transcript` the child's answers, tool calls and tool
+/// results; a run in progress answers with its summary as the record. 409
+/// `answer_hash_mismatch` when `answer.txt` is not what the record hashed; 404 for an unknown
+/// run.
 async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
+    let active = state.agents.active().get(&run).map(|a| a.summary.clone());
     let record = agent::read_run(&state.project, &run)
+        .or(active)
         .ok_or_else(|| ApiError::not_found(format!("No run {run} is kept in .pi/forge/runs.")))?;
     let answer = if record["status"] == "completed" {
         match agent::verified_answer(&state.project, &run) {
@@ -333,10 +417,13 @@ async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> A
     } else {
         None
     };
+    let kept = agent::RunFiles::read(&state.project, &run);
     let detail = RunDetail {
         ok: true,
         record,
         answer,
+        prompt: kept.prompt,
+        transcript: kept.transcript,
     };
     Ok(typed_response(StatusCode::OK, &detail))
 }
@@ -554,24 +641,40 @@ async fn decide_and_run(
     run_approved(state, run_id, pending, approval).await
 }
 
-/// Runs an approved plan (at most [`MAX_CHILDREN`] at once) and says what the parent receives.
+/// Runs an approved plan (at most `maxConcurrentRuns` children at once; a later one is
+/// `queued` until a slot frees) and says what the parent receives.
 async fn run_approved(
     state: &ServerState,
     run_id: &str,
     pending: Pending,
     approval: Value,
 ) -> ApiResult<Value> {
-    let _permit = state
-        .agents
-        .children
-        .acquire()
-        .await
-        .map_err(|_| ApiError::internal("the child-run limiter closed"))?;
-    let project = state.project.clone();
+    let cancel = Arc::new(AtomicBool::new(false));
     let plan = pending.plan;
-    let record = tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval))
-        .await
-        .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")));
+    state.agents.set_active(
+        run_id,
+        json!({
+            "runId": run_id,
+            "profileId": plan.plan.profile.profile_id.to_string(),
+            "status": "queued",
+            "model": format!("{}/{}", plan.plan.model.provider, plan.plan.model.id),
+            "thinkingLevel": plan.plan.thinking_level,
+            "startedAt": crate::live::now_iso(),
+            "approval": approval,
+        }),
+        Arc::clone(&cancel),
+    );
+    let limit = agent::SubagentsFiles::read(&paths(state)).max_concurrent_runs(state.ws.trusted());
+    let slot = state.agents.slot(limit, &cancel).await;
+    state.agents.set_status(run_id, "running");
+    let project = state.project.clone();
+    let flag = Arc::clone(&cancel);
+    let record =
+        tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval, &flag))
+            .await
+            .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")));
+    drop(slot);
+    state.agents.clear_active(run_id);
     state.agents.finished();
     let record =
         record?.map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
@@ -601,6 +704,37 @@ async fn run_approved(
         )
     };
     Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
+}
+
+/// `POST /api/agent/runs/:run/cancel` → `{ok, runId, status}` (the status it had: `queued` or
+/// `running`): the child's process group is killed and the run is recorded as `cancelled`; the
+/// parent's tool result says so. 409 `run_ended` for a run that already has its record, 404 for
+/// an unknown run.
+async fn cancel_run(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
+    let status = state.agents.active().get(&run).map(|a| {
+        a.cancel.store(true, Ordering::SeqCst);
+        a.summary["status"].clone()
+    });
+    // A queued run wakes up to record its cancellation.
+    state.agents.slot_freed.notify_waiters();
+    match status {
+        Some(status) => Ok(ok_json(
+            &json!({"ok": true, "runId": run, "status": status}),
+        )),
+        None => match agent::read_run(&state.project, &run) {
+            Some(record) => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "run_ended",
+                format!(
+                    "Run {run} already ended ({}); there is nothing to cancel.",
+                    record["status"].as_str().unwrap_or("?")
+                ),
+            )),
+            None => Err(ApiError::not_found(format!(
+                "No run {run} is in progress or kept in .pi/forge/runs."
+            ))),
+        },
+    }
 }
 
 /// The run facts the parent model sees after the answer.
