@@ -873,6 +873,34 @@ pub struct RunList {
     pub runs: Vec<RunRecord>,
 }
 
+/// One step of a run's transcript as the Runs view shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptEntry {
+    /// `assistant` or `toolResult`.
+    pub role: String,
+    /// The message's text (an assistant's answer or a tool's output).
+    pub text: String,
+    /// The tool calls an assistant message made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<TranscriptToolCall>,
+    /// The tool a result belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptToolCall {
+    pub name: String,
+    /// The arguments as compact JSON.
+    pub arguments: String,
+}
+
 /// `GET /api/agent/runs/:run`: the record and, for a completed run, the answer verified against
 /// the SHA-256 the record holds (`None` for a run that did not complete).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -885,7 +913,7 @@ pub struct RunDetail {
     pub prompt: Option<PlanPrompt>,
     /// The child's messages after the approved prompt: answers, tool calls and tool results.
     #[serde(default)]
-    pub transcript: Vec<crate::delegation::host::TranscriptEntry>,
+    pub transcript: Vec<TranscriptEntry>,
 }
 
 /// The `agent-plans` event: how many plans wait for a person, how many approved runs are in

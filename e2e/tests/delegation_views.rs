@@ -285,6 +285,31 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     browser
         .wait_eq(&format!("{row} .run-answer"), "ok from fake")
         .await;
+    // What the child did, and the prompt the person approved.
+    assert_eq!(
+        browser.text(&format!("{row} .run-counts")).await.unwrap(),
+        "1 model request · 0 tool calls"
+    );
+    browser
+        .click(&format!("{row} .run-transcript summary"))
+        .await;
+    assert_eq!(
+        texts(&browser, &format!("{row} .transcript-step")).await,
+        vec!["assistantok from fake".to_string()]
+    );
+    browser.click(&format!("{row} .run-view-prompt")).await;
+    browser
+        .wait_eq("#full-prompt-title", &format!("Approved prompt: {run_a}"))
+        .await;
+    let prompt = texts(&browser, ".prompt-message .prompt-text").await;
+    assert_eq!(prompt.last().map(String::as_str), Some("Review src/a.rs"));
+    assert_eq!(
+        browser.text(".system-prompt-text").await.unwrap(),
+        "You are CHILD REVIEWER."
+    );
+    press(&browser, &Key::Escape).await;
+    browser.wait_count(".full-prompt", 0).await;
+    assert_eq!(focused(&browser).await.0, "run-view-prompt");
     browser.viewport(390, 844).await;
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
     browser.screenshot("delegation-runs-390").await;
@@ -352,6 +377,77 @@ async fn the_full_prompt_of_a_200_message_plan_shows_every_message() {
         .wait_eq(".plans-empty", "No plan is waiting for approval.")
         .await;
     pi.wait("agent_settled", |e| e["type"] == "agent_settled");
+    browser.close().await;
+    pi.quit();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_run_is_cancelled_from_the_runs_view() {
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", PARENT),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/slow.rs", "background": true}),
+    );
+    ws.model.answer("delegated");
+    pi.prompt("delegate it in the background");
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    let plan = plans["plans"][0].clone();
+    let run = plan["runId"].as_str().unwrap().to_string();
+    ws.model.hang(60);
+    let before = ws.model.bodies().len();
+    let browser = ws.browser().await;
+    browser.click_text(".surface-tab", "Delegation").await;
+    browser.click_text(".delegation-tab", "Runs").await;
+    let (status, body) = ws.api(
+        "POST",
+        &format!("/api/agent/plans/{run}/approve"),
+        &json!({"executionFingerprint": plan["executionFingerprint"], "viewedFullPrompt": false})
+            .to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    // The run shows up as running without a reload, with a Cancel button.
+    let row = format!(".run-row[data-run=\"{run}\"]");
+    browser
+        .wait_count(&format!("{row}[data-status='running']"), 1)
+        .await;
+    let label = browser
+        .js(
+            "return document.querySelector(arguments[0]).getAttribute('aria-label');",
+            vec![json!(format!("{row} .run-cancel"))],
+        )
+        .await;
+    assert_eq!(label, json!(format!("Cancel run {run} (project:reviewer)")));
+    browser.viewport(390, 844).await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    browser.viewport(1280, 900).await;
+    // Cancel once the child's request hangs at the model (the child is really running).
+    pi::poll(Duration::from_secs(30), || {
+        (ws.model.bodies().len() > before).then_some(())
+    })
+    .expect("the child asks the model");
+    browser.click(&format!("{row} .run-cancel")).await;
+    browser
+        .wait_count(&format!("{row}[data-status='cancelled']"), 1)
+        .await;
+    assert_eq!(browser.count(&format!("{row} .run-cancel")).await, 0);
+    browser.click(&format!("{row} .run-toggle")).await;
+    browser
+        .wait_eq(
+            &format!("{row} .run-detail .banner.error"),
+            "Cancelled by a person before the run finished; its process group was killed.",
+        )
+        .await;
+    pi.wait("the parent hears about it", |e| e["type"] == "agent_settled");
+    assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
     pi.quit();
 }

@@ -6,15 +6,20 @@
 //!   message in order, read-only, searchable (text only). Approve sends the execution fingerprint
 //!   the card shows and whether the full prompt was opened; a stale plan (409) keeps its card
 //!   with the server's message. The safe choice (Reject) takes the focus.
-//! - **Runs**: the kept run records (status, profile, model, duration, usage, approval receipt);
-//!   a completed run expands to its answer, verified by the server before it is sent.
+//! - **Runs**: the kept run records and the approved runs in progress (status, profile, model,
+//!   duration, usage and cost, approval receipt). A queued or running run can be cancelled. A
+//!   run expands to its answer (verified by the server before it is sent), its transcript
+//!   (answers, tool calls and tool results) and "View approved prompt" (the same read-only,
+//!   searchable view as a plan's full prompt).
 //!
 //! No polling: the lists refetch on entry, on Refresh and on every `agent-plans` server event
-//! (a plan added or decided, a run ended). Types are forge-core's ([`PlanList`], [`RunList`]).
+//! (a plan added or decided, a run queued, started or ended). Types are forge-core's ([`PlanList`], [`RunList`]).
 
 use std::collections::{HashMap, HashSet};
 
-use forge_core::api::{PlanDecided, PlanDetail, PlanList, PlanSummary, RunDetail, RunList};
+use forge_core::api::{
+    PlanDecided, PlanDetail, PlanList, PlanPrompt, PlanSummary, RunDetail, RunList,
+};
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -30,12 +35,25 @@ enum View {
     Runs,
 }
 
-/// The full prompt on screen: the plan's run id and its answer (or why it could not be read).
-type FullPrompt = (String, Result<PlanDetail, String>);
+/// A prompt on screen: a plan's full prompt or a run's approved prompt.
+#[derive(Clone, Debug, PartialEq)]
+struct PromptShown {
+    title: String,
+    prompt: PlanPrompt,
+}
+
+/// The prompt view: the run id, what it shows (or why it could not be read) and where the focus
+/// goes back when it closes.
+#[derive(Clone, Debug, PartialEq)]
+struct FullPrompt {
+    run: String,
+    shown: Result<PromptShown, String>,
+    back: String,
+}
 /// A list's last answer, or why it could not be read (`None`: not loaded yet).
 type Loaded<T> = Option<Result<T, String>>;
-/// An expanded run's answer: `None` while it is verified, `Ok(None)` for a run without one.
-type AnswerSlot = Option<Result<Option<String>, String>>;
+/// An expanded run's detail: `None` while it is read and verified.
+type DetailSlot = Option<Result<RunDetail, String>>;
 
 #[derive(Clone, Copy)]
 struct Delegation {
@@ -49,8 +67,8 @@ struct Delegation {
     busy: RwSignal<Option<String>>,
     full: RwSignal<Option<FullPrompt>>,
     query: RwSignal<String>,
-    /// Expanded runs and their answers.
-    answers: RwSignal<HashMap<String, AnswerSlot>>,
+    /// Expanded runs and their details.
+    details: RwSignal<HashMap<String, DetailSlot>>,
     plans_seq: StoredValue<u64>,
     runs_seq: StoredValue<u64>,
 }
@@ -164,20 +182,38 @@ fn css_escape(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-fn fetch_answer(d: Delegation, run: String) {
-    d.answers.update(|a| {
-        a.insert(run.clone(), None);
+/// Reads an expanded run's detail (a run that is still expanded when it arrives).
+fn fetch_detail(d: Delegation, run: String) {
+    d.details.update(|a| {
+        a.entry(run.clone()).or_insert(None);
     });
     spawn_local(async move {
-        let answer = api::get_as::<RunDetail>(&format!("/api/agent/runs/{}", api::seg(&run)))
+        let detail = api::get_as::<RunDetail>(&format!("/api/agent/runs/{}", api::seg(&run)))
             .await
-            .map(|r| r.answer)
             .map_err(|e| e.message);
-        d.answers.update(|a| {
+        d.details.update(|a| {
             if let Some(slot) = a.get_mut(&run) {
-                *slot = Some(answer);
+                *slot = Some(detail);
             }
         });
+    });
+}
+
+fn cancel_run(app: App, d: Delegation, run: String) {
+    spawn_local(async move {
+        match api::post_as::<Value>(
+            &format!("/api/agent/runs/{}/cancel", api::seg(&run)),
+            &json!({}),
+        )
+        .await
+        {
+            Ok(_) => app.say(
+                format!("Cancelling {run}: its child Pi is stopped."),
+                Tone::Ok,
+            ),
+            Err(e) => app.fail(&e),
+        }
+        fetch_runs(d);
     });
 }
 
@@ -249,30 +285,57 @@ fn open_full(d: Delegation, run: String) {
         v.insert(run.clone());
     });
     d.query.set(String::new());
-    d.full.set(Some((run.clone(), Err("Loading…".into()))));
+    let back = format!(
+        ".plan-card[data-run=\"{}\"] .plan-view-full",
+        css_escape(&run)
+    );
+    d.full.set(Some(FullPrompt {
+        run: run.clone(),
+        shown: Err("Loading…".into()),
+        back: back.clone(),
+    }));
     spawn_local(async move {
-        let answer = api::get_as::<PlanDetail>(&format!("/api/agent/plans/{}", api::seg(&run)))
+        let shown = api::get_as::<PlanDetail>(&format!("/api/agent/plans/{}", api::seg(&run)))
             .await
+            .map(|detail| PromptShown {
+                title: format!("Full prompt: {}", detail.summary.task),
+                prompt: detail.plan,
+            })
             .map_err(|e| e.message);
         if d.full
-            .with_untracked(|f| f.as_ref().is_some_and(|(r, _)| *r == run))
+            .with_untracked(|f| f.as_ref().is_some_and(|f| f.run == run))
         {
-            d.full.set(Some((run, answer)));
+            d.full.set(Some(FullPrompt { run, shown, back }));
             focus_later(".full-prompt-search".into());
         }
     });
 }
 
+/// Shows a run's approved prompt (already read with its detail).
+fn open_approved(d: Delegation, run: String, prompt: PlanPrompt) {
+    d.query.set(String::new());
+    let back = format!(
+        ".run-row[data-run=\"{}\"] .run-view-prompt",
+        css_escape(&run)
+    );
+    d.full.set(Some(FullPrompt {
+        shown: Ok(PromptShown {
+            title: format!("Approved prompt: {run}"),
+            prompt,
+        }),
+        run,
+        back,
+    }));
+    focus_later(".full-prompt-search".into());
+}
+
 fn close_full(d: Delegation) {
-    let run = d
+    let back = d
         .full
-        .with_untracked(|f| f.as_ref().map(|(r, _)| r.clone()));
+        .with_untracked(|f| f.as_ref().map(|f| f.back.clone()));
     d.full.set(None);
-    if let Some(run) = run {
-        focus_later(format!(
-            ".plan-card[data-run=\"{}\"] .plan-view-full",
-            css_escape(&run)
-        ));
+    if let Some(back) = back {
+        focus_later(back);
     }
 }
 
@@ -288,16 +351,21 @@ pub fn DelegationSurface() -> impl IntoView {
         busy: RwSignal::new(None),
         full: RwSignal::new(None),
         query: RwSignal::new(String::new()),
-        answers: RwSignal::new(HashMap::new()),
+        details: RwSignal::new(HashMap::new()),
         plans_seq: StoredValue::new(0),
         runs_seq: StoredValue::new(0),
     };
-    // On entry and on every `agent-plans` event (a plan added or decided, a run ended).
+    // On entry and on every `agent-plans` event (a plan added or decided, a run queued,
+    // started or ended); expanded runs read their detail again.
     Effect::new(move |_| {
         app.agent_events.track();
         if app.surface.get_untracked() == Surface::Delegation {
             fetch_plans(d);
             fetch_runs(d);
+            let open: Vec<String> = d.details.with_untracked(|a| a.keys().cloned().collect());
+            for run in open {
+                fetch_detail(d, run);
+            }
         }
     });
     // Escape closes the full prompt.
@@ -430,15 +498,19 @@ fn plan_card(app: App, d: Delegation, p: PlanSummary) -> impl IntoView {
 fn FullPromptView(d: Delegation) -> impl IntoView {
     let title = move || {
         d.full.with(|f| match f {
-            Some((_, Ok(detail))) => format!("Full prompt: {}", detail.summary.task),
+            Some(FullPrompt {
+                shown: Ok(shown), ..
+            }) => shown.title.clone(),
             _ => "Full prompt".to_string(),
         })
     };
     // Each message once, with its lower-case text for the search.
     let rows = Memo::new(move |_| {
         d.full.with(|f| match f {
-            Some((_, Ok(detail))) => detail
-                .plan
+            Some(FullPrompt {
+                shown: Ok(shown), ..
+            }) => shown
+                .prompt
                 .messages
                 .iter()
                 .enumerate()
@@ -459,7 +531,9 @@ fn FullPromptView(d: Delegation) -> impl IntoView {
     });
     let system = Memo::new(move |_| {
         d.full.with(|f| match f {
-            Some((_, Ok(detail))) => Some(detail.plan.system_prompt.clone()),
+            Some(FullPrompt {
+                shown: Ok(shown), ..
+            }) => Some(shown.prompt.system_prompt.clone()),
             _ => None,
         })
     });
@@ -487,7 +561,7 @@ fn FullPromptView(d: Delegation) -> impl IntoView {
     };
     let error = move || {
         d.full.with(|f| match f {
-            Some((_, Err(e))) => Some(e.clone()),
+            Some(FullPrompt { shown: Err(e), .. }) => Some(e.clone()),
             _ => None,
         })
     };
@@ -542,6 +616,7 @@ fn FullPromptView(d: Delegation) -> impl IntoView {
 
 #[component]
 fn RunsView(d: Delegation) -> impl IntoView {
+    let app = state::app();
     view! {
         <section class="runs" aria-label="Runs">
             {move || match d.runs.get() {
@@ -552,7 +627,7 @@ fn RunsView(d: Delegation) -> impl IntoView {
                 }.into_any(),
                 Some(Ok(list)) => view! {
                     <ul class="run-rows">
-                        {list.runs.into_iter().rev().map(|r| run_row(d, r)).collect_view()}
+                        {list.runs.into_iter().rev().map(|r| run_row(app, d, r)).collect_view()}
                     </ul>
                 }.into_any(),
             }}
@@ -560,17 +635,9 @@ fn RunsView(d: Delegation) -> impl IntoView {
     }
 }
 
-fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
-    let run = r.run_id.clone();
-    let run_open = run.clone();
-    let run_toggle = run.clone();
-    let open = move || d.answers.with(|a| a.contains_key(&run_open));
-    let open2 = open.clone();
-    let completed = r.status == "completed";
-    let duration = r
-        .duration_ms
-        .map_or_else(|| "—".to_string(), |ms| format!("{ms} ms"));
-    let usage = r.usage.as_ref().map_or_else(
+/// Usage as people read it: tokens, and the cost when Pi priced the run.
+fn usage_text(usage: Option<&forge_core::api::RunUsage>) -> String {
+    usage.map_or_else(
         || "no usage reported".to_string(),
         |u| {
             let mut text = format!("{} input / {} output tokens", u.input, u.output);
@@ -579,13 +646,11 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
             }
             text
         },
-    );
-    let thinking = r
-        .used_thinking_level
-        .clone()
-        .or_else(|| r.thinking_level.clone())
-        .unwrap_or_default();
-    let receipt = match &r.approval {
+    )
+}
+
+fn receipt_text(approval: Option<&forge_core::api::RunApproval>) -> String {
+    match approval {
         Some(a) => format!(
             "approved by {} from {} · full prompt {}",
             a.source.as_deref().unwrap_or("?"),
@@ -597,36 +662,55 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
             }
         ),
         None => "no approval recorded".into(),
+    }
+}
+
+/// Whether a run has no record yet (waiting for a slot or running).
+fn in_progress(status: &str) -> bool {
+    matches!(status, "queued" | "running")
+}
+
+fn run_row(app: App, d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
+    let run = r.run_id.clone();
+    let run_open = run.clone();
+    let run_toggle = run.clone();
+    let run_cancel = run.clone();
+    let open = move || d.details.with(|a| a.contains_key(&run_open));
+    let open2 = open.clone();
+    let completed = r.status == "completed";
+    let going = in_progress(&r.status);
+    let duration = match (r.duration_ms, going) {
+        (Some(ms), _) => format!("{ms} ms"),
+        (None, true) => format!(
+            "{} since {}",
+            r.status,
+            r.started_at.clone().unwrap_or_default()
+        ),
+        (None, false) => "—".to_string(),
     };
+    let usage = usage_text(r.usage.as_ref());
+    let thinking = r
+        .used_thinking_level
+        .clone()
+        .or_else(|| r.thinking_level.clone())
+        .unwrap_or_default();
+    let receipt = receipt_text(r.approval.as_ref());
     let toggle = move |_| {
-        if d.answers.with_untracked(|a| a.contains_key(&run_toggle)) {
-            d.answers.update(|a| {
+        if d.details.with_untracked(|a| a.contains_key(&run_toggle)) {
+            d.details.update(|a| {
                 a.remove(&run_toggle);
             });
-        } else if completed {
-            fetch_answer(d, run_toggle.clone());
         } else {
-            d.answers.update(|a| {
-                a.insert(run_toggle.clone(), Some(Ok(None)));
-            });
+            fetch_detail(d, run_toggle.clone());
         }
     };
-    let run_answer = run.clone();
-    let answer = move || {
-        d.answers
-            .with(|a| a.get(&run_answer).cloned())
+    let run_detail = run.clone();
+    let detail = move || {
+        d.details
+            .with(|a| a.get(&run_detail).cloned())
             .map(|slot| match slot {
-                None => view! { <p class="empty">"Verifying the answer…"</p> }.into_any(),
-                Some(Ok(Some(text))) => view! {
-                    <div class="run-answer-box">
-                        <h4>"Answer (verified)"</h4>
-                        <pre class="run-answer">{text}</pre>
-                    </div>
-                }
-                .into_any(),
-                Some(Ok(None)) => {
-                    view! { <p class="empty">"This run has no answer."</p> }.into_any()
-                }
+                None => view! { <p class="empty">"Reading the run…"</p> }.into_any(),
+                Some(Ok(detail)) => run_detail_view(d, run_detail.clone(), detail).into_any(),
                 Some(Err(e)) => {
                     view! { <p class="banner error run-answer-error" role="alert">{e}</p> }
                         .into_any()
@@ -636,23 +720,98 @@ fn run_row(d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
     let error = r.error.clone();
     let status = r.status.clone();
     let data_status = r.status.clone();
+    let label = format!("Cancel run {} ({})", run, r.profile_id);
     view! {
         <li class="run-row" data-run=run.clone() data-status=data_status>
-            <button class="run-toggle" aria-expanded=move || open().to_string() on:click=toggle>
-                <span class="badge run-status" class:active=completed class:error={!completed}>{status}</span>
-                <span class="run-profile">{r.profile_id.clone()}</span>
-                <span class="run-model">{format!("{} · thinking {thinking}", r.model)}</span>
-                <span class="run-duration">{duration}</span>
-                <span class="run-usage">{usage}</span>
-                <span class="run-receipt">{receipt}</span>
-                <span class="run-id">{run.clone()}</span>
-            </button>
+            <div class="run-line">
+                <button class="run-toggle" aria-expanded=move || open().to_string() on:click=toggle>
+                    <span class="badge run-status" class:active=completed class:pending=going
+                        class:error={!completed && !going}>{status}</span>
+                    <span class="run-profile">{r.profile_id.clone()}</span>
+                    <span class="run-model">{format!("{} · thinking {thinking}", r.model)}</span>
+                    <span class="run-duration">{duration}</span>
+                    <span class="run-usage">{usage}</span>
+                    <span class="run-receipt">{receipt}</span>
+                    <span class="run-id">{run.clone()}</span>
+                </button>
+                {going.then(|| view! {
+                    <button class="run-cancel danger" aria-label=label
+                        on:click=move |_| cancel_run(app, d, run_cancel.clone())>"Cancel"</button>
+                })}
+            </div>
             {move || open2().then(|| view! {
                 <div class="run-detail">
                     {error.clone().map(|e| view! { <p class="banner error">{e}</p> })}
-                    {answer.clone()}
+                    {detail.clone()}
                 </div>
             })}
         </li>
+    }
+}
+
+/// An expanded run: its verified answer, what the child did and the approved prompt.
+fn run_detail_view(d: Delegation, run: String, detail: RunDetail) -> impl IntoView {
+    let status = detail.record["status"].as_str().unwrap_or("").to_string();
+    let answer = match (&detail.answer, status.as_str()) {
+        (Some(text), _) => view! {
+            <div class="run-answer-box">
+                <h4>"Answer (verified)"</h4>
+                <pre class="run-answer">{text.clone()}</pre>
+            </div>
+        }
+        .into_any(),
+        (None, s) if in_progress(s) => {
+            view! { <p class="empty">"The answer arrives when the run ends."</p> }.into_any()
+        }
+        (None, _) => view! { <p class="empty">"This run has no answer."</p> }.into_any(),
+    };
+    let turns = detail.record["turns"].as_u64();
+    let calls = detail.record["toolCalls"].as_u64();
+    let counts = turns.map(|t| {
+        format!(
+            "{} · {}",
+            plural(t, "model request"),
+            plural(calls.unwrap_or(0), "tool call")
+        )
+    });
+    let steps = detail.transcript.clone();
+    let prompt = detail.prompt.clone();
+    view! {
+        {answer}
+        {counts.map(|c| view! { <p class="run-counts">{c}</p> })}
+        {(!steps.is_empty()).then(|| view! {
+            <details class="run-transcript">
+                <summary>{format!("Transcript ({})", plural(steps.len() as u64, "message"))}</summary>
+                <ol class="transcript-steps">
+                    {steps.into_iter().map(|step| {
+                        let role = if step.role == "toolResult" {
+                            format!(
+                                "tool result · {}{}",
+                                step.tool_name.clone().unwrap_or_default(),
+                                if step.is_error { " · error" } else { "" }
+                            )
+                        } else {
+                            "assistant".to_string()
+                        };
+                        view! {
+                            <li class="transcript-step" data-role=step.role.clone() class:error=step.is_error>
+                                <span class="prompt-role">{role}</span>
+                                {(!step.text.is_empty()).then(|| view! {
+                                    <pre class="prompt-text">{step.text.clone()}</pre>
+                                })}
+                                {step.tool_calls.into_iter().map(|c| view! {
+                                    <code class="transcript-call">{format!("{}({})", c.name, c.arguments)}</code>
+                                }).collect_view()}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ol>
+            </details>
+        })}
+        {prompt.map(|prompt| view! {
+            <button class="run-view-prompt" on:click=move |_| open_approved(d, run.clone(), prompt.clone())>
+                "View approved prompt"
+            </button>
+        })}
     }
 }

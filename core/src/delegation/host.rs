@@ -9,7 +9,6 @@
 //! Ids, the clock and the loaded settings are inputs; the server draws them and owns processes
 //! and files.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::config::{profile_settings, ProfileSettings, SettingsLayers, DEFAULT_BACKEND};
@@ -498,33 +497,7 @@ pub fn read_child_events(stdout: &str) -> ChildOutcome {
     out
 }
 
-/// One step of a run's transcript as the Runs view shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TranscriptEntry {
-    /// `assistant` or `toolResult`.
-    pub role: String,
-    /// The message's text (an assistant's answer or a tool's output).
-    pub text: String,
-    /// The tool calls an assistant message made.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<TranscriptToolCall>,
-    /// The tool a result belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_name: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub is_error: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TranscriptToolCall {
-    pub name: String,
-    /// The arguments as compact JSON.
-    pub arguments: String,
-}
+pub use crate::api::{TranscriptEntry, TranscriptToolCall};
 
 /// How much of one transcript message the Runs view shows; the rest is named, not dropped.
 pub const TRANSCRIPT_TEXT_CHARS: usize = 16_000;

@@ -737,11 +737,16 @@ async fn cancel_run(State(state): State<AppState>, Path(run): Path<String>) -> A
     }
 }
 
-/// The run facts the parent model sees after the answer.
+/// The run facts the parent model sees after the answer (the cost only when Pi priced it).
 fn run_line(record: &Value) -> String {
     let usage = &record["usage"];
+    let cost = usage["cost"]["total"]
+        .as_f64()
+        .filter(|c| *c > 0.0)
+        .map(|c| format!(" · ${c:.4}"))
+        .unwrap_or_default();
     format!(
-        "[pi-forge subagent {} · {} · thinking {} · {} ms · {} input / {} output tokens]",
+        "[pi-forge subagent {} · {} · thinking {} · {} ms · {} input / {} output tokens{cost}]",
         record["runId"].as_str().unwrap_or("?"),
         record["model"].as_str().unwrap_or("?"),
         record["usedThinkingLevel"]
@@ -756,3 +761,24 @@ fn run_line(record: &Value) -> String {
 
 /// Shared so other modules can hold it.
 pub type Agents = Arc<AgentHub>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_line_names_the_cost_only_when_pi_priced_the_run() {
+        let mut record = json!({"runId": "run:1", "model": "p/m", "thinkingLevel": "high",
+            "usedThinkingLevel": "low", "durationMs": 812,
+            "usage": {"input": 230, "output": 16, "cost": {"total": 0.0038}}});
+        assert_eq!(
+            run_line(&record),
+            "[pi-forge subagent run:1 · p/m · thinking low · 812 ms · 230 input / 16 output tokens · $0.0038]"
+        );
+        record["usage"]["cost"]["total"] = json!(0);
+        assert_eq!(
+            run_line(&record),
+            "[pi-forge subagent run:1 · p/m · thinking low · 812 ms · 230 input / 16 output tokens]"
+        );
+    }
+}
