@@ -237,6 +237,9 @@ pub enum AgentAction {
         workspace: WorkspaceArgs,
     },
     /// Prepare the plan, ask for approval, run it in a child Pi and print the verified answer.
+    ///
+    /// Ctrl+C while it runs kills the child's whole process group and records the run as
+    /// `cancelled`.
     Run {
         profile: String,
         task: String,
