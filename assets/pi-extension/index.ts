@@ -807,17 +807,22 @@ export default function piForge(pi: ExtensionAPI) {
 						const list = await call(c, "GET", "/api/agent/runs");
 						const runs = Array.isArray(list.runs) ? (list.runs as Obj[]) : [];
 						if (runs.length === 0) return say("pi-forge: no delegated runs yet");
-						return say(runs.map((r) => `${String(r.runId)}  ${String(r.status)}  ${String(r.profileId)}  ${String(r.model)}  ${String(r.durationMs)} ms`).join("\n"));
+						return say(runs.map((r) => `${String(r.runId)}  ${String(r.status)}  ${String(r.profileId)}  ${String(r.model)}  ${r.durationMs == null ? `since ${String(r.startedAt)}` : `${String(r.durationMs)} ms`}`).join("\n"));
+					}
+					if (action === "cancel") {
+						if (!profileId) return say("usage: /forge agent cancel <run-id>", "warning");
+						const answer = await call(c, "POST", `/api/agent/runs/${encodeURIComponent(profileId)}/cancel`, {});
+						return say(`pi-forge: cancelling ${String(answer.runId)} (it was ${String(answer.status)})`);
 					}
 					if (action === "result") {
 						if (!profileId) return say("usage: /forge agent result <run-id>", "warning");
 						const answer = await call(c, "GET", `/api/agent/runs/${encodeURIComponent(profileId)}`);
 						return say(String(answer.answer ?? ""));
 					}
-					return say("usage: /forge agent plan|run <profile> <task> | runs | result <run-id>", "warning");
+					return say("usage: /forge agent plan|run <profile> <task> | runs | result <run-id> | cancel <run-id>", "warning");
 				}
 				default:
-					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result", "warning");
+					return say("usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result|cancel", "warning");
 			}
 		} catch (e) {
 			say(`pi-forge: ${errorText(e)}`, "error");
@@ -834,7 +839,7 @@ export default function piForge(pi: ExtensionAPI) {
 			if (conn) await refreshIds(conn);
 			const [sub, partial = ""] = words;
 			if (sub === "agent" && words.length === 2) {
-				return ["plan", "run", "runs", "result"].filter((s) => s.startsWith(partial)).map((s) => ({ value: `agent ${s}`, label: s }));
+				return ["plan", "run", "runs", "result", "cancel"].filter((s) => s.startsWith(partial)).map((s) => ({ value: `agent ${s}`, label: s }));
 			}
 			if (sub === "payload") {
 				return ["next", "next save", "clear", "on", "off"].filter((s) => s.startsWith(words.slice(1).join(" "))).map((s) => ({ value: `payload ${s}`, label: s }));
