@@ -940,6 +940,21 @@ export default function piForge(pi: ExtensionAPI) {
 	});
 
 	pi.registerTool({
+		name: "forge_subagent_result",
+		label: "pi-forge subagent result",
+		description:
+			"Read the verified result of a subagent run by its run id (from forge_subagent, for example one started with background: true). A run still waiting or running says so.",
+		parameters: Type.Object({ runId: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+		defaultActive: false,
+		async execute(_toolCallId, params) {
+			const c = conn;
+			if (!c) return { content: [{ type: "text", text: "pi-forge is not connected." }], details: {}, isError: true };
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent-result`, { sessionId: c.sessionId, runId: params.runId });
+			return { content: [{ type: "text", text: String(answer.text ?? "") }], details: {}, isError: answer.ok !== true };
+		},
+	});
+
+	pi.registerTool({
 		name: "forge_capability",
 		label: "pi-forge capability",
 		description:

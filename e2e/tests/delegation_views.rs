@@ -446,7 +446,9 @@ async fn a_running_run_is_cancelled_from_the_runs_view() {
             "Cancelled by a person before the run finished; its process group was killed.",
         )
         .await;
-    pi.wait("the parent hears about it", |e| e["type"] == "agent_settled");
+    pi.wait("the parent hears about it", |e| {
+        e["type"] == "agent_settled"
+    });
     assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
     pi.quit();

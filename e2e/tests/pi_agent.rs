@@ -765,3 +765,79 @@ fn a_running_run_is_cancelled_from_the_browser_and_the_next_one_waits_for_its_sl
         "{texts:#?}"
     );
 }
+
+/// The content of the last tool message of the last request the model received.
+fn last_tool_result(ws: &Workspace) -> String {
+    let bodies = ws.model.bodies();
+    bodies.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn forge_subagent_result_reads_a_background_runs_verified_answer() {
+    let parent = PARENT.replace(
+        r#""allow": ["read", "forge_subagent"]"#,
+        r#""allow": ["read", "forge_subagent", "forge_subagent_result"]"#,
+    );
+    assert_ne!(parent, PARENT);
+    let ws = Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", &parent),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", SETTINGS),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/f.rs", "background": true}),
+    );
+    pi.prompt("delegate it in the background");
+    assert_eq!(
+        tool_names(&ws.model.bodies()[0]),
+        vec!["forge_subagent", "forge_subagent_result", "read"]
+    );
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    let plan = plans["plans"][0].clone();
+    let run = plan["runId"].as_str().unwrap().to_string();
+    // Before anyone approved it.
+    ws.model
+        .call_tool("forge_subagent_result", json!({ "runId": run }));
+    pi.prompt("is it done?");
+    assert_eq!(
+        last_tool_result(&ws),
+        format!("Subagent {run} waits for a person's approval; nothing has run yet.")
+    );
+    approve(&ws, &plan, true);
+    pi.wait("the follow-up turn", |e| e["type"] == "agent_settled");
+    // After it ended: the verified answer and the run line, as forge_subagent gives them.
+    ws.model
+        .call_tool("forge_subagent_result", json!({ "runId": run }));
+    pi.prompt("read the result");
+    let text = last_tool_result(&ws);
+    assert!(
+        text.starts_with(&format!(
+            "ok from fake\n\n[pi-forge subagent {run} · fake/fake-1 · thinking "
+        )),
+        "{text}"
+    );
+    // An unknown run.
+    ws.model.call_tool(
+        "forge_subagent_result",
+        json!({ "runId": "run:00000000-0000-4000-8000-000000000000" }),
+    );
+    pi.prompt("and this one?");
+    assert_eq!(
+        last_tool_result(&ws),
+        "No subagent run run:00000000-0000-4000-8000-000000000000 is known here (run ids look like run:<uuid>)."
+    );
+}

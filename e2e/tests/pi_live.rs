@@ -127,6 +127,7 @@ fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
             // Registered by the pi-forge extension, inactive until a Preset offers them.
             "forge_subagent_profiles",
             "forge_subagent",
+            "forge_subagent_result",
             "forge_capability",
             "codemode",
             "tool_search"

@@ -188,6 +188,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/agent/runs/{run}", get(run_detail))
         .route("/api/agent/runs/{run}/cancel", post(cancel_run))
         .route("/api/host/{id}/subagent", post(host_subagent))
+        .route("/api/host/{id}/subagent-result", post(host_subagent_result))
 }
 
 fn paths(state: &ServerState) -> WorkspacePaths {
@@ -678,32 +679,91 @@ async fn run_approved(
     state.agents.finished();
     let record =
         record?.map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
-    let completed = record["status"] == "completed";
-    let text = if completed {
-        match agent::verified_answer(&state.project, run_id) {
-            Ok(answer) => {
-                let max = record["resultMaxChars"].as_u64().unwrap_or(12_000) as usize;
-                let path = format!(".pi/forge/runs/{}/answer.txt", run_id.replace(':', "-"));
-                let sha = record["answerSha256"].as_str().unwrap_or_default();
+    let (completed, text) = parent_text(&state.project, run_id, &record);
+    Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
+}
+
+/// What the parent model reads about an ended run: the verified answer (a reference with its
+/// beginning when it is too long) and the run line, or why there is none.
+fn parent_text(project: &std::path::Path, run_id: &str, record: &Value) -> (bool, String) {
+    if record["status"] != "completed" {
+        return (
+            false,
+            format!(
+                "Subagent failed: {}",
+                forge_core::json::to_compact(&json!({
+                    "status": record["status"],
+                    "error": record["error"],
+                    "runId": run_id,
+                }))
+            ),
+        );
+    }
+    match agent::verified_answer(project, run_id) {
+        Ok(answer) => {
+            let max = record["resultMaxChars"].as_u64().unwrap_or(12_000) as usize;
+            let path = format!(".pi/forge/runs/{}/answer.txt", run_id.replace(':', "-"));
+            let sha = record["answerSha256"].as_str().unwrap_or_default();
+            (
+                true,
                 format!(
                     "{}\n\n{}",
                     project_answer(&answer, max, &path, sha),
-                    run_line(&record)
-                )
-            }
-            Err(e) => format!("Subagent failed: {e:#}"),
+                    run_line(record)
+                ),
+            )
         }
+        Err(e) => (false, format!("Subagent failed: {e:#}")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ResultMessage {
+    session_id: String,
+    run_id: String,
+}
+
+/// `POST /api/host/:id/subagent-result` `{sessionId, runId}` (the `forge_subagent_result` tool)
+/// → `{ok, text}`: an ended run's verified answer as `forge_subagent` gives it; a run in
+/// progress says so (`ok: true`); an unknown run, a failed one or an altered answer is
+/// `ok: false`.
+async fn host_subagent_result(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    HostBody(body): HostBody,
+) -> ApiResult<Response> {
+    let message: ResultMessage = parse(body, "subagent-result")?;
+    state.live.with_host(&id, &message.session_id, |_| ())?;
+    let run = message.run_id;
+    let status = state.agents.active().get(&run).map(|a| {
+        a.summary["status"]
+            .as_str()
+            .unwrap_or("running")
+            .to_string()
+    });
+    let pending = state.agents.lock().contains_key(&run);
+    let (ok, text) = if let Some(status) = status {
+        (
+            true,
+            format!(
+                "Subagent {run} is {status}; its result arrives as a message when it finishes."
+            ),
+        )
+    } else if pending {
+        (
+            true,
+            format!("Subagent {run} waits for a person's approval; nothing has run yet."),
+        )
+    } else if let Some(record) = agent::read_run(&state.project, &run) {
+        parent_text(&state.project, &run, &record)
     } else {
-        format!(
-            "Subagent failed: {}",
-            forge_core::json::to_compact(&json!({
-                "status": record["status"],
-                "error": record["error"],
-                "runId": run_id,
-            }))
+        (
+            false,
+            format!("No subagent run {run} is known here (run ids look like run:<uuid>)."),
         )
     };
-    Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
+    Ok(ok_json(&json!({"ok": ok, "runId": run, "text": text})))
 }
 
 /// `POST /api/agent/runs/:run/cancel` → `{ok, runId, status}` (the status it had: `queued` or
