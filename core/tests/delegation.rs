@@ -1829,6 +1829,13 @@ fn child_usage_adds_up_over_every_request_of_the_run() {
     assert_eq!(out.stop_reason.as_deref(), Some("stop"));
     assert!(out.succeeded());
     assert_eq!((out.turns, out.tool_calls), (2, 1));
+    assert_eq!(
+        out.routes,
+        vec![
+            ("fake".into(), "m".into(), "toolUse".into()),
+            ("fake".into(), "m".into(), "stop".into())
+        ]
+    );
     assert_eq!(out.thinking_level.as_deref(), Some("low"));
     let usage = out.usage.expect("usage reported");
     assert_eq!(

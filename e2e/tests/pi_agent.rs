@@ -165,6 +165,23 @@ fn an_approved_run_sends_exactly_the_plan_and_the_answer_is_verified() {
         !folder.join("child-input.json").exists(),
         "the child input is deleted"
     );
+    // The result package holds the answer in blocks with their SHA-256, bound to the run.
+    let package: Value =
+        serde_json::from_slice(&std::fs::read(folder.join("package.json")).unwrap()).unwrap();
+    assert_eq!(package["task_id"], run_id);
+    assert_eq!(package["launch_nonce"], run["launchNonce"]);
+    assert_eq!(
+        package["route_attestations"],
+        json!([{"provider": "fake", "model": "fake-1", "stop_reason": "stop"}])
+    );
+    let sha = forge_core::canonical::sha256_hex(b"ok from fake");
+    assert_eq!(package["answer"]["sha256"], sha);
+    assert_eq!(package["answer"]["blocks"][0]["sha256"], sha);
+    assert_eq!(
+        package["answer"]["blocks"][0]["data_base64"],
+        "b2sgZnJvbSBmYWtl"
+    );
+    assert_eq!(package["usage"]["status"], "observed");
     std::fs::write(folder.join("answer.txt"), "ok from fakf").unwrap();
     let out = ws.forge(&["agent", "result", &run_id]);
     assert_eq!(out.status.code(), Some(1));
@@ -172,6 +189,29 @@ fn an_approved_run_sends_exactly_the_plan_and_the_answer_is_verified() {
     assert!(
         err.starts_with("pi-forge: answer_hash_mismatch: answer.txt of run "),
         "{err}"
+    );
+    // Any byte changed in the package is refused before anything is shown.
+    std::fs::write(folder.join("answer.txt"), "ok from fake").unwrap();
+    assert!(ws.forge(&["agent", "result", &run_id]).status.success());
+    let bytes = std::fs::read(folder.join("package.json")).unwrap();
+    let text_of = String::from_utf8(bytes.clone()).unwrap();
+    let altered = text_of.replace("b2sgZnJvbSBmYWtl", "b2sgZnJvbSBmYWts");
+    assert_ne!(altered, text_of);
+    std::fs::write(folder.join("package.json"), altered).unwrap();
+    let out = ws.forge(&["agent", "result", &run_id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "pi-forge: answer_hash_mismatch: Answer block 0 does not match its byte length or SHA-256.\n"
+    );
+    // A package that names another route is refused too.
+    let rerouted = text_of.replace("[{\"model\":\"fake-1\"", "[{\"model\":\"fake-2\"");
+    assert_ne!(rerouted, text_of);
+    std::fs::write(folder.join("package.json"), rerouted).unwrap();
+    let out = ws.forge(&["agent", "result", &run_id]);
+    assert_eq!(
+        text(&out.stderr),
+        "pi-forge: route_mismatch: A route attestation differs from the pinned route.\n"
     );
 }
 

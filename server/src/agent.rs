@@ -27,7 +27,11 @@ use forge_core::delegation::config::{
 use forge_core::delegation::host::{
     child_input, plan_run, read_child_events, verify_payload, HostPlan, HostPlanInput, PlanIds,
 };
-use forge_core::delegation::plan::Stamp;
+use forge_core::delegation::plan::{SealedPlan, Stamp};
+use forge_core::delegation::result::{
+    commit_answer, verify_package, Answer, Attestation, CommitInput, Expected, Failure,
+    PackageFiles, ResultPackage, Route,
+};
 use forge_core::delegation::ContractDiagnostic;
 use forge_core::id::Scope;
 use forge_core::json;
@@ -391,7 +395,15 @@ fn run_folder(project: &Path, run_id: &str) -> PathBuf {
     runs_dir(project).join(run_id.replace(':', "-"))
 }
 
+/// Writes a run file owner-only and atomically: a temporary file beside it, fsync, rename over
+/// the target, fsync of the folder (a crash leaves the old file or the new one, never half).
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let folder = path.parent().context("a run file has a folder")?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("a run file has a name")?;
+    let temp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -399,11 +411,21 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))
+    let written = (|| -> std::io::Result<()> {
+        let mut file = options.open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        // Where folders cannot be opened or synced, the rename stands on its own.
+        if let Ok(dir) = std::fs::File::open(folder) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The Pi the child runs: `PI_FORGE_PI` (an executable), else `pi` on PATH.
@@ -490,7 +512,9 @@ pub fn execute(
         map.insert("factsOut".into(), json!(facts_path.display().to_string()));
     }
     let input_path = folder.join("child-input.json");
-    write_private(&input_path, json::to_compact(&input).as_bytes())?;
+    let input_bytes = json::to_compact(&input);
+    let directive_sha256 = sha256_hex(input_bytes.as_bytes());
+    write_private(&input_path, input_bytes.as_bytes())?;
     let bridge = folder.join("bridge.ts");
     write_private(&bridge, CHILD_BRIDGE.as_bytes())?;
 
@@ -541,6 +565,8 @@ pub fn execute(
             started_at,
             duration_ms: 0,
             payload_hashes: Vec::new(),
+            answer: None,
+            directive_sha256,
         };
         return keep_record(&folder, prepared, approval, &outcome, ended);
     }
@@ -611,6 +637,7 @@ pub fn execute(
             }
         }
     }
+    let mut committed = None;
     let (status, error) = if cancelled {
         ("cancelled", Some(CANCELLED_ERROR.to_string()))
     } else if timed_out {
@@ -631,21 +658,31 @@ pub fn execute(
                 stderr.lines().last().unwrap_or("")
             )),
         )
-    } else if outcome.succeeded() {
-        ("completed", None)
     } else {
-        (
-            "failed",
-            Some(format!(
-                "The child ended with stopReason {}{}.",
-                outcome.stop_reason.as_deref().unwrap_or("none"),
-                outcome
-                    .error_message
-                    .as_deref()
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default()
-            )),
-        )
+        // The commit rule (§E2): only a final `stop` with a non-blank answer commits.
+        match commit_answer(&CommitInput {
+            stop_reason: outcome.stop_reason.as_deref().unwrap_or(""),
+            text: Some(outcome.answer.as_str()).filter(|t| !t.is_empty()),
+            degraded: None,
+        }) {
+            Ok(answer) => {
+                committed = Some(answer);
+                ("completed", None)
+            }
+            Err(code) => (
+                "failed",
+                Some(format!(
+                    "{}: the child ended with stopReason {}{}.",
+                    code.as_str(),
+                    outcome.stop_reason.as_deref().unwrap_or("none"),
+                    outcome
+                        .error_message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                )),
+            ),
+        }
     };
     let ended = Ended {
         status,
@@ -653,6 +690,8 @@ pub fn execute(
         started_at,
         duration_ms,
         payload_hashes,
+        answer: committed,
+        directive_sha256,
     };
     keep_record(&folder, prepared, approval, &outcome, ended)
 }
@@ -664,23 +703,87 @@ struct Ended {
     started_at: String,
     duration_ms: u64,
     payload_hashes: Vec<String>,
+    /// The committed answer of a run that completed.
+    answer: Option<Answer>,
+    /// SHA-256 of the input the child bridge forced (prompt, messages, tools).
+    directive_sha256: String,
 }
 
-/// Writes `answer.txt` (the answer of a completed run, else empty) and then `result.json`, the
-/// record that seals it.
+/// The run's result package (§E2, `package.json`): the committed answer in blocks with per-block
+/// and aggregate SHA-256, bound to the run id, a launch nonce, `plan.json` (the seed) and the
+/// routes the child's requests took.
+fn package(
+    folder: &Path,
+    plan: &forge_core::delegation::plan::SealedPlan,
+    outcome: &forge_core::delegation::host::ChildOutcome,
+    answer: Answer,
+    directive_sha256: &str,
+    launch_nonce: &str,
+) -> Result<ResultPackage> {
+    let seed = std::fs::read(folder.join("plan.json")).context("plan.json of the run")?;
+    let usage = match &outcome.usage {
+        Some(usage) => json!({"status": "observed", "usage": usage}),
+        None => json!({"status": "unavailable", "reason": "Pi reported no usage for this run."}),
+    };
+    Ok(ResultPackage {
+        task_id: plan.run_id.clone(),
+        launch_nonce: launch_nonce.to_string(),
+        seed_sha256: sha256_hex(&seed),
+        directive_sha256: directive_sha256.to_string(),
+        route: Route::new(plan.model.provider.clone(), plan.model.id.clone()),
+        route_attestations: outcome
+            .routes
+            .iter()
+            .map(|(provider, model, stop)| Attestation {
+                route: Route::new(provider.clone(), model.clone()),
+                stop_reason: stop.clone(),
+            })
+            .collect(),
+        stop_reason: outcome.stop_reason.clone().unwrap_or_default(),
+        turns: outcome.turns,
+        tool_calls: outcome.tool_calls,
+        usage,
+        answer,
+        spilled_artifacts: Vec::new(),
+    })
+}
+
+/// Writes the result package of a completed run, then `answer.txt` (a readable copy of the
+/// verified answer; empty for a run without one) and last `result.json`, the record that seals
+/// the run. A package that does not verify (the child's requests took another route, …) turns
+/// the run into a failure with the verification's code.
 fn keep_record(
     folder: &Path,
     prepared: &HostPlan,
     approval: Value,
     outcome: &forge_core::delegation::host::ChildOutcome,
-    ended: Ended,
+    mut ended: Ended,
 ) -> Result<Value> {
     let plan = &prepared.plan;
-    let answer = if ended.status == "completed" {
-        outcome.answer.clone()
-    } else {
-        String::new()
-    };
+    let launch_nonce: String = crate::live::random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut answer = String::new();
+    if let Some(committed) = ended.answer.take() {
+        let package = package(
+            folder,
+            plan,
+            outcome,
+            committed,
+            &ended.directive_sha256,
+            &launch_nonce,
+        )?;
+        let bytes = package.to_bytes();
+        write_private(&folder.join("package.json"), &bytes)?;
+        match verify_run_package(folder, &plan.run_id, &launch_nonce, plan_route(plan)) {
+            Ok(verified) => answer = verified,
+            Err(failure) => {
+                ended.status = "failed";
+                ended.error = Some(format!("{}: {}", failure.code.as_str(), failure.message));
+            }
+        }
+    }
     write_private(&folder.join("answer.txt"), answer.as_bytes())?;
     let record = json!({
         "schemaVersion": 1,
@@ -698,6 +801,7 @@ fn keep_record(
         "conversationFingerprint": plan.conversation_fingerprint,
         "approval": approval,
         "startedAt": ended.started_at,
+        "launchNonce": launch_nonce,
         "durationMs": ended.duration_ms,
         "usage": outcome.usage,
         "turns": outcome.turns,
@@ -813,7 +917,38 @@ impl RunFiles {
     }
 }
 
-/// The run's answer when `answer.txt` still has the SHA-256 `result.json` recorded.
+fn plan_route(plan: &SealedPlan) -> Route {
+    Route::new(plan.model.provider.clone(), plan.model.id.clone())
+}
+
+/// Verifies a run's `package.json` in the §E2 order against the run id, the launch nonce and the
+/// route pinned at launch and `plan.json` as kept; the answer comes from the verified bytes.
+fn verify_run_package(
+    folder: &Path,
+    run_id: &str,
+    launch_nonce: &str,
+    route: Route,
+) -> std::result::Result<String, Failure> {
+    let seed = std::fs::read(folder.join("plan.json")).unwrap_or_default();
+    let package = std::fs::read(folder.join("package.json")).ok();
+    let expected = Expected {
+        task_id: run_id,
+        launch_nonce,
+        route: &route,
+    };
+    let files = PackageFiles {
+        seed_json: &seed,
+        result_json: package.as_deref(),
+    };
+    verify_package(files, &expected).map(|v| v.text)
+}
+
+/// The run's answer, verified before anything is returned: the record says it completed, its
+/// result package (`package.json`) passes every §E2 check (`answer_hash_mismatch`,
+/// `route_mismatch`, `child_exited_without_commit`, …) against the run id, the launch nonce
+/// and the model of `plan.json`, and `answer.txt`, the readable copy, is exactly the verified
+/// answer. A record without a launch nonce (kept before packages existed) is checked against
+/// its `answerSha256` alone.
 pub fn verified_answer(project: &Path, run_id: &str) -> Result<String> {
     if !forge_core::delegation::is_opaque_id(run_id) {
         bail!("{run_id:?} is not a run id (run:<uuid>, as `pi-forge agent runs` lists them)");
@@ -825,18 +960,33 @@ pub fn verified_answer(project: &Path, run_id: &str) -> Result<String> {
         .map_err(|e| anyhow::anyhow!("result.json of run {run_id} is not valid JSON: {e}"))?;
     let answer = std::fs::read(folder.join("answer.txt"))
         .with_context(|| format!("answer.txt of run {run_id} is missing"))?;
-    let recorded = record["answerSha256"].as_str().unwrap_or("");
-    let actual = sha256_hex(&answer);
-    if recorded != actual {
-        bail!(
-            "answer_hash_mismatch: answer.txt of run {run_id} has SHA-256 {actual}, result.json recorded {recorded}; it was changed after the run and is not shown"
-        );
-    }
     if record["status"] != "completed" {
         bail!(
             "run {run_id} did not complete ({}): {}",
             record["status"].as_str().unwrap_or("?"),
             record["error"].as_str().unwrap_or("no answer")
+        );
+    }
+    let expected = match record["launchNonce"].as_str() {
+        Some(nonce) => {
+            let plan: Value = std::fs::read(folder.join("plan.json"))
+                .ok()
+                .and_then(|b| json::parse_bytes(&b).ok())
+                .unwrap_or(Value::Null);
+            let route = Route::new(
+                plan["model"]["provider"].as_str().unwrap_or_default(),
+                plan["model"]["id"].as_str().unwrap_or_default(),
+            );
+            let verified = verify_run_package(&folder, run_id, nonce, route)
+                .map_err(|f| anyhow::anyhow!("{}: {}", f.code.as_str(), f.message))?;
+            sha256_hex(verified.as_bytes())
+        }
+        None => record["answerSha256"].as_str().unwrap_or("").to_string(),
+    };
+    let actual = sha256_hex(&answer);
+    if expected != actual {
+        bail!(
+            "answer_hash_mismatch: answer.txt of run {run_id} has SHA-256 {actual}, the verified answer has {expected}; it was changed after the run and is not shown"
         );
     }
     String::from_utf8(answer).context("answer.txt is not UTF-8")

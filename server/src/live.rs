@@ -258,7 +258,7 @@ impl Drop for StreamGuard {
 
 /// `N` random bytes; without an OS entropy source (getrandom fails), clock-derived bytes, so ids
 /// still work.
-fn random_bytes<const N: usize>() -> [u8; N] {
+pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = std::time::SystemTime::now()

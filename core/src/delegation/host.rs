@@ -379,6 +379,9 @@ pub struct ChildOutcome {
     pub turns: u64,
     /// Tool calls the child's model made.
     pub tool_calls: u64,
+    /// `(provider, model, stopReason)` of every assistant message, in order: the routes the
+    /// child's requests actually took (the result package attests them).
+    pub routes: Vec<(String, String, String)>,
     /// The thinking level the child ran with (Pi clamps it to the model).
     pub thinking_level: Option<String>,
     pub provider: Option<String>,
@@ -466,6 +469,7 @@ pub fn read_child_events(stdout: &str) -> ChildOutcome {
         usage: None,
         turns: 0,
         tool_calls: 0,
+        routes: Vec::new(),
         thinking_level: None,
         provider: None,
         model: None,
@@ -493,6 +497,11 @@ pub fn read_child_events(stdout: &str) -> ChildOutcome {
         out.error_message = text("errorMessage");
         out.provider = text("provider");
         out.model = text("model");
+        out.routes.push((
+            out.provider.clone().unwrap_or_default(),
+            out.model.clone().unwrap_or_default(),
+            out.stop_reason.clone().unwrap_or_default(),
+        ));
     }
     out
 }
