@@ -188,6 +188,7 @@ fn Editor() -> impl IntoView {
                 </div>
             })}
             <DiskBanner/>
+            <crate::drafts::RestoredBanner/>
             <ConflictView/>
             {move || unparsable.get().then(|| view! {
                 <div class="banner error" role="alert">

@@ -11,6 +11,7 @@ mod bindings;
 mod capabilities;
 mod delegation;
 mod dialogs;
+mod drafts;
 mod editor;
 mod events;
 mod items;

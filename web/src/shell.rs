@@ -51,6 +51,7 @@ pub fn Shell() -> impl IntoView {
         set_timeout(move || app.shell_ready.set(true), std::time::Duration::ZERO)
     });
     crate::events::connect(app);
+    crate::drafts::install(app);
 
     // Ctrl/Cmd+S saves what the current surface edits.
     let _keys = window_event_listener(ev::keydown, move |e| {
@@ -173,6 +174,7 @@ pub fn Shell() -> impl IntoView {
                     {move || if app.dark.get() { "☀" } else { "☾" }}
                 </button>
             </header>
+            <crate::drafts::SessionLostBanner/>
             {move || {
                 let problems = app.problems.get();
                 (!problems.is_empty()).then(|| view! {

@@ -135,6 +135,8 @@ pub struct StackEditor {
     pub item: RwSignal<Option<usize>>,
     /// The revision a watcher event reported while the draft was dirty (banner).
     pub disk_change: RwSignal<Option<String>>,
+    /// A draft restored from the browser's local storage (banner; `crate::drafts`).
+    pub restored: RwSignal<Option<crate::drafts::Restored>>,
     pub conflict: RwSignal<Option<Conflict>>,
     pub busy: RwSignal<bool>,
     pub dirty: Memo<bool>,
@@ -207,6 +209,7 @@ impl StackEditor {
             tab: RwSignal::new(Tab::Items),
             item: RwSignal::new(None),
             disk_change: RwSignal::new(None),
+            restored: RwSignal::new(None),
             conflict: RwSignal::new(None),
             busy: RwSignal::new(false),
             dirty,
@@ -358,6 +361,9 @@ pub struct App {
     list_seq: StoredValue<u64>,
     /// The workspace generation of the list embedded in the page (`None`: it was fetched).
     boot_generation: StoredValue<Option<u64>>,
+    /// A request was refused with "Invalid pi-forge editor token." (the server restarted): the
+    /// banner asks to open the new URL and the page reconnects (`crate::drafts`).
+    pub session_lost: RwSignal<bool>,
     /// False until the stack list has been painted once; the editor, the preview dock and the
     /// dialogs are built after that, so they never delay the first rows.
     pub shell_ready: RwSignal<bool>,
@@ -400,6 +406,7 @@ impl App {
             list_seq: StoredValue::new(0),
             boot_generation: StoredValue::new(None),
             shell_ready: RwSignal::new(false),
+            session_lost: RwSignal::new(false),
         }
     }
 
@@ -408,6 +415,14 @@ impl App {
     }
 
     pub fn fail(&self, e: &ApiError) {
+        if e.status == 403 && e.message == crate::drafts::INVALID_TOKEN {
+            self.session_lost.set(true);
+            self.say(
+                "Not saved: the session with the pi-forge server ended; see the banner.",
+                Tone::Error,
+            );
+            return;
+        }
         self.say(e.message.clone(), Tone::Error);
     }
 
@@ -585,6 +600,7 @@ pub fn close_stack(app: App) {
     ed.json_origin.set(None);
     ed.item.set(None);
     ed.disk_change.set(None);
+    ed.restored.set(None);
     ed.conflict.set(None);
 }
 
@@ -649,6 +665,23 @@ fn fill(app: App, view: &StackView, keep_item: bool) {
     .or(if count > 0 { Some(0) } else { None });
     if ed.item.get_untracked() != item {
         ed.item.set(item);
+    }
+    // Opening a file restores the unsaved draft this browser kept for it (never silently over
+    // a newer file: that one is offered as a merge); a save or reload of the open file ends
+    // the banner.
+    let restored = if same {
+        None
+    } else {
+        crate::drafts::read(&loaded.path).and_then(|kept| {
+            let plan = crate::drafts::restore_plan(&kept, &loaded.revision, &loaded.saved);
+            if plan.as_ref().is_some_and(|p| p.stale.is_none()) {
+                ed.draft.set(kept.draft);
+            }
+            plan
+        })
+    };
+    if ed.restored.with_untracked(|r| *r != restored) {
+        ed.restored.set(restored);
     }
     ed.loaded.set(Some(loaded));
 }
