@@ -44,14 +44,49 @@ impl Merged {
 
 /// Merges `theirs` and `mine`, both derived from `base`.
 pub fn merge3(base: &Value, theirs: &Value, mine: &Value) -> Merged {
-    let mut out = Merged {
-        value: Value::Null,
-        from_theirs: Vec::new(),
-        conflicts: Vec::new(),
+    merge3_resolved(base, theirs, mine, &[])
+}
+
+/// [`merge3`] with the person's choices: at each conflict whose path is in `take_theirs`, the
+/// merged value takes `theirs` (that path is then listed in `from_theirs`, not in
+/// `conflicts`); every other conflict keeps `mine` and is reported as usual.
+pub fn merge3_resolved(
+    base: &Value,
+    theirs: &Value,
+    mine: &Value,
+    take_theirs: &[String],
+) -> Merged {
+    let mut run = Run {
+        out: Merged {
+            value: Value::Null,
+            from_theirs: Vec::new(),
+            conflicts: Vec::new(),
+        },
+        take_theirs,
     };
-    out.value =
-        merge_slot("", Some(base), Some(theirs), Some(mine), &mut out).unwrap_or(Value::Null);
-    out
+    run.out.value =
+        merge_slot("", Some(base), Some(theirs), Some(mine), &mut run).unwrap_or(Value::Null);
+    run.out
+}
+
+/// One merge in progress: what it found so far and the person's choices.
+struct Run<'a> {
+    out: Merged,
+    take_theirs: &'a [String],
+}
+
+impl Run<'_> {
+    /// Whether the person chose `theirs` at `path` (recorded as taken from theirs); otherwise
+    /// the conflict is recorded.
+    fn decide(&mut self, conflict: Conflict) -> bool {
+        if self.take_theirs.contains(&conflict.path) {
+            self.out.from_theirs.push(conflict.path);
+            true
+        } else {
+            self.out.conflicts.push(conflict);
+            false
+        }
+    }
 }
 
 fn escape(key: &str) -> String {
@@ -64,13 +99,13 @@ fn merge_slot(
     base: Option<&Value>,
     theirs: Option<&Value>,
     mine: Option<&Value>,
-    out: &mut Merged,
+    out: &mut Run,
 ) -> Option<Value> {
     if theirs == mine || theirs == base {
         return mine.cloned();
     }
     if mine == base {
-        out.from_theirs.push(path.to_string());
+        out.out.from_theirs.push(path.to_string());
         return theirs.cloned();
     }
     match (base, theirs, mine) {
@@ -97,15 +132,19 @@ fn conflict(
     base: Option<&Value>,
     theirs: Option<&Value>,
     mine: Option<&Value>,
-    out: &mut Merged,
+    out: &mut Run,
 ) -> Option<Value> {
-    out.conflicts.push(Conflict {
+    let take = out.decide(Conflict {
         path: path.to_string(),
         base: base.cloned(),
         theirs: theirs.cloned(),
         mine: mine.cloned(),
     });
-    mine.cloned()
+    if take {
+        theirs.cloned()
+    } else {
+        mine.cloned()
+    }
 }
 
 fn merge_objects(
@@ -113,7 +152,7 @@ fn merge_objects(
     base: Option<&Map<String, Value>>,
     theirs: &Map<String, Value>,
     mine: &Map<String, Value>,
-    out: &mut Merged,
+    out: &mut Run,
 ) -> Map<String, Value> {
     let mut keys: Vec<&String> = mine.keys().collect();
     keys.extend(theirs.keys().filter(|k| !mine.contains_key(*k)));
@@ -156,7 +195,7 @@ fn merge_keyed(
     base: &[(&str, &Value)],
     theirs: &[(&str, &Value)],
     mine: &[(&str, &Value)],
-    out: &mut Merged,
+    out: &mut Run,
 ) -> Vec<Value> {
     let find = |list: &[(&str, &Value)], id: &str| {
         list.iter()
@@ -181,13 +220,17 @@ fn merge_keyed(
     let (first, second) = match (reordered(&their_ids), reordered(&my_ids)) {
         (true, false) => (&their_ids, &my_ids),
         (true, true) if their_ids != my_ids => {
-            out.conflicts.push(Conflict {
+            let take = out.decide(Conflict {
                 path: format!("{path}/#order"),
                 base: Some(ids_value(&base_ids)),
                 theirs: Some(ids_value(&their_ids)),
                 mine: Some(ids_value(&my_ids)),
             });
-            (&my_ids, &their_ids)
+            if take {
+                (&their_ids, &my_ids)
+            } else {
+                (&my_ids, &their_ids)
+            }
         }
         _ => (&my_ids, &their_ids),
     };

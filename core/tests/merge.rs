@@ -1,7 +1,7 @@
 //! The three-way JSON merge: exact cases on stack-shaped values, and properties (an unchanged
 //! side gives the other side; no change of either side is dropped without a conflict).
 
-use forge_core::merge::{merge3, Conflict};
+use forge_core::merge::{merge3, merge3_resolved, Conflict};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -167,7 +167,64 @@ fn leaves(value: &Value, at: &str, out: &mut Vec<(String, Value)>) {
     }
 }
 
+#[test]
+fn a_conflict_resolved_for_the_disk_takes_theirs_and_leaves_the_others() {
+    let base = stack();
+    let mut theirs = base.clone();
+    theirs["items"][0]["content"] = json!("Theirs.");
+    theirs["name"] = json!("Their name");
+    let mut mine = base.clone();
+    mine["items"][0]["content"] = json!("Mine.");
+    mine["name"] = json!("My name");
+    let plain = merge3(&base, &theirs, &mine);
+    assert_eq!(plain.conflicts.len(), 2);
+    let merged = merge3_resolved(&base, &theirs, &mine, &["/items/role/content".to_string()]);
+    let mut want = mine.clone();
+    want["items"][0]["content"] = json!("Theirs.");
+    assert_eq!(merged.value, want);
+    assert_eq!(merged.from_theirs, ["/items/role/content"]);
+    assert_eq!(
+        merged.conflicts,
+        [Conflict {
+            path: "/name".into(),
+            base: Some(json!("Reviewer")),
+            theirs: Some(json!("Their name")),
+            mine: Some(json!("My name")),
+        }]
+    );
+}
+
+#[test]
+fn an_order_conflict_resolved_for_the_disk_takes_their_order() {
+    let base = stack();
+    let mut theirs = base.clone();
+    theirs["items"] = json!([base["items"][2], base["items"][0], base["items"][1]]);
+    let mut mine = base.clone();
+    mine["items"] = json!([base["items"][1], base["items"][0], base["items"][2]]);
+    assert_eq!(
+        merge3(&base, &theirs, &mine).conflicts[0].path,
+        "/items/#order"
+    );
+    let merged = merge3_resolved(&base, &theirs, &mine, &["/items/#order".to_string()]);
+    assert!(merged.is_clean());
+    assert_eq!(merged.value, theirs);
+}
+
 proptest! {
+    #[test]
+    fn choosing_the_disk_everywhere_leaves_no_conflict(base in value(), theirs in value(), mine in value()) {
+        let plain = merge3(&base, &theirs, &mine);
+        prop_assert_eq!(&merge3_resolved(&base, &theirs, &mine, &[]), &plain);
+        let all: Vec<String> = plain.conflicts.iter().map(|c| c.path.clone()).collect();
+        let resolved = merge3_resolved(&base, &theirs, &mine, &all);
+        prop_assert!(resolved.is_clean(), "{:?}", resolved.conflicts);
+        for c in &plain.conflicts {
+            prop_assert!(resolved.from_theirs.contains(&c.path));
+            // Plain JSON pointers (no keyed arrays are generated here) hold theirs' value.
+            prop_assert_eq!(resolved.value.pointer(&c.path).cloned(), c.theirs.clone());
+        }
+    }
+
     #[test]
     fn an_unchanged_side_gives_the_other_side(base in value(), other in value()) {
         let m = merge3(&base, &base, &other);

@@ -1142,7 +1142,7 @@ async fn a_stale_save_merges_both_writers_changes() {
     browser.click("button.save").await;
     browser.wait_css(".conflict .merge-conflicts").await;
     assert_eq!(
-        texts(&browser, ".merge-conflicts li").await,
+        texts(&browser, ".merge-conflicts li .merge-conflict-text").await,
         ["/name — on disk: \"Theirs\" · yours: \"Mine again\""]
     );
     browser.click(".conflict button.merge-both").await;
@@ -1151,6 +1151,37 @@ async fn a_stale_save_merges_both_writers_changes() {
     let mut mine = both.clone();
     mine["name"] = json!("Mine again");
     wait_file(&server, &stack_path("live"), &mine).await;
+
+    // Both change the name and the text; the person keeps the disk's name and their own text.
+    browser.fill("input[name=stack-name]", "Mine once more").await;
+    browser.tab("Items").await;
+    browser.click(".item-row[data-index='0']").await;
+    browser.fill("textarea[name=item-content]", "My text.").await;
+    let mut theirs = mine.clone();
+    theirs["name"] = json!("Their final name");
+    theirs["items"][0]["content"] = json!("Their final text.");
+    server.write_external(&stack_path("live"), &pretty(&theirs));
+    browser.wait_css(".disk-changed").await;
+    browser.click(".disk-changed button.keep-mine").await;
+    browser.click("button.save").await;
+    browser.wait_count(".merge-conflicts li", 2).await;
+    assert_eq!(
+        browser.text(".conflict button.merge-both").await.as_deref(),
+        Some("Merge, keeping mine where both changed")
+    );
+    browser
+        .click(".merge-conflicts li[data-path='/name'] .merge-take-theirs")
+        .await;
+    assert_eq!(
+        browser.text(".conflict button.merge-both").await.as_deref(),
+        Some("Merge with these choices")
+    );
+    browser.click(".conflict button.merge-both").await;
+    browser.click("button.save").await;
+    browser.wait_status("Saved live").await;
+    let mut chosen = theirs.clone();
+    chosen["items"][0]["content"] = json!("My text.");
+    wait_file(&server, &stack_path("live"), &chosen).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
