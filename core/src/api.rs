@@ -916,6 +916,14 @@ pub struct RunDetail {
     pub transcript: Vec<TranscriptEntry>,
 }
 
+/// `GET /api/search?q=`: the Presets whose content matches, in list order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackSearch {
+    pub ok: bool,
+    pub query: String,
+    pub results: Vec<crate::stack::search::StackSearchHit>,
+}
+
 /// The `agent-plans` event: how many plans wait for a person, how many approved runs are in
 /// progress (queued or running), how many runs started a child and how many this server
 /// finished (sent after `ready` and whenever any of them changes).

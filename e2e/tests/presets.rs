@@ -1153,10 +1153,14 @@ async fn a_stale_save_merges_both_writers_changes() {
     wait_file(&server, &stack_path("live"), &mine).await;
 
     // Both change the name and the text; the person keeps the disk's name and their own text.
-    browser.fill("input[name=stack-name]", "Mine once more").await;
+    browser
+        .fill("input[name=stack-name]", "Mine once more")
+        .await;
     browser.tab("Items").await;
     browser.click(".item-row[data-index='0']").await;
-    browser.fill("textarea[name=item-content]", "My text.").await;
+    browser
+        .fill("textarea[name=item-content]", "My text.")
+        .await;
     let mut theirs = mine.clone();
     theirs["name"] = json!("Their final name");
     theirs["items"][0]["content"] = json!("Their final text.");

@@ -1713,3 +1713,29 @@ fn the_stack_list_is_serialized_once_per_snapshot_and_embedded_in_the_page() {
     assert_eq!(data["list"], list);
     assert_eq!(data["generation"], generation(&f));
 }
+
+#[test]
+fn search_finds_presets_by_their_content() {
+    let f = Fixture::new();
+    assert_eq!(
+        f.get_json("/api/search?q=CAREFUL"),
+        json!({"ok": true, "query": "CAREFUL", "results": [{
+            "selector": "project:alpha",
+            "matches": [{"place": "item intro", "excerpt": "You are careful."}],
+            "more": 0
+        }]})
+    );
+    assert_eq!(
+        f.get_json("/api/search?q=chat-history")["results"][0]["matches"],
+        json!([{"place": "slot history (slot)", "excerpt": "chat-history"}])
+    );
+    assert_eq!(f.get_json("/api/search?q=nowhere")["results"], json!([]));
+    let long = "x".repeat(201);
+    let response = f.get(&format!("/api/search?q={long}"));
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().unwrap();
+    assert_eq!(
+        body["error"],
+        "The search text is too long: 201 characters (at most 200)."
+    );
+}

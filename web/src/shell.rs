@@ -287,12 +287,65 @@ fn PresetsSurface() -> impl IntoView {
     }
 }
 
+/// Content matches of the sidebar's search (`GET /api/search`): the query they answer and the
+/// hits by selector.
+type ContentHits = (String, std::collections::HashMap<String, forge_core::stack::search::StackSearchHit>);
+
+/// Searches the Presets' content 150 ms after the last keystroke (two characters or more); an
+/// answer to an older query is dropped.
+fn search_content(hits: RwSignal<ContentHits>, seq: StoredValue<u64>, q: String) {
+    let my = seq.get_value() + 1;
+    seq.set_value(my);
+    if q.chars().count() < 2 {
+        hits.set((q, Default::default()));
+        return;
+    }
+    set_timeout(
+        move || {
+            if seq.get_value() != my {
+                return;
+            }
+            leptos::task::spawn_local(async move {
+                let path = format!("/api/search?q={}", crate::api::seg(&q));
+                let answer = crate::api::get_as::<forge_core::api::StackSearch>(&path).await;
+                if seq.get_value() != my {
+                    return;
+                }
+                if let Ok(found) = answer {
+                    let map = found
+                        .results
+                        .into_iter()
+                        .map(|h| (h.selector.clone(), h))
+                        .collect();
+                    hits.set((q, map));
+                }
+            });
+        },
+        std::time::Duration::from_millis(150),
+    );
+}
+
 #[component]
 fn StackSidebar() -> impl IntoView {
     let app = state::app();
+    let hits: RwSignal<ContentHits> = RwSignal::new(Default::default());
+    let seq = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        let q = app.search.get().trim().to_string();
+        // A changed Preset may match differently: search again on list changes too.
+        app.stacks.track();
+        search_content(hits, seq, q);
+    });
     let rows = Memo::new(move |_| {
         let scope = app.scope.get();
         let q = app.search.get().trim().to_lowercase();
+        let content = hits.with(|(asked, h)| {
+            if asked.to_lowercase() == q {
+                h.keys().cloned().collect::<std::collections::HashSet<_>>()
+            } else {
+                Default::default()
+            }
+        });
         app.stacks.with(|rows| {
             rows.iter()
                 .filter(|r| r.scope == scope.as_str())
@@ -302,6 +355,7 @@ fn StackSidebar() -> impl IntoView {
                         || r.name
                             .as_deref()
                             .is_some_and(|n| n.to_lowercase().contains(&q))
+                        || content.contains(&r.selector)
                 })
                 .cloned()
                 .collect::<Vec<_>>()
@@ -335,7 +389,7 @@ fn StackSidebar() -> impl IntoView {
                 </div>
                 <button class="new-stack" on:click=move |_| app.guard("Creating a Preset", move || app.dialog.set(Some(Dialog::NewStack)))>"New"</button>
             </div>
-            <input class="search" type="search" placeholder="Filter Presets" aria-label="Filter Presets"
+            <input class="search" type="search" placeholder="Search Presets" aria-label="Search Presets by name, text, slots and regex rules"
                 prop:value=move || app.search.get()
                 on:input=move |e| app.search.set(event_target_value(&e))/>
             <ul class="stack-list">
@@ -345,7 +399,7 @@ fn StackSidebar() -> impl IntoView {
                         let text = if app.stacks.with(Vec::is_empty) {
                             "No prompt stacks found."
                         } else if app.search.with(|q| !q.trim().is_empty()) {
-                            "No Presets match the filter."
+                            "No Presets match the search."
                         } else {
                             "No Presets in this scope."
                         };
@@ -358,6 +412,13 @@ fn StackSidebar() -> impl IntoView {
                         let is_selected2 = is_selected.clone();
                         let title = r.name.clone().unwrap_or_else(|| r.id.clone());
                         let detail = format!("{} · {} item{}", r.mode, r.items, if r.items == 1 { "" } else { "s" });
+                        let sel3 = r.selector.clone();
+                        // Where the search text occurs in the Preset's content.
+                        let found = move || hits.with(|(asked, h)| h.get(&sel3).filter(|_| app.search.with(|q| q.trim() == asked.as_str())).map(|hit| {
+                            let first = hit.matches.first().map(|m| format!("{}: {}", m.place, m.excerpt)).unwrap_or_default();
+                            let extra = hit.matches.len() - 1 + hit.more;
+                            if extra > 0 { format!("{first} (+{extra} more)") } else { first }
+                        }));
                         view! {
                             <li>
                                 <button class="stack-row" class:selected=is_selected class:active=r.active
@@ -367,6 +428,7 @@ fn StackSidebar() -> impl IntoView {
                                     <span class="row-title">{title}</span>
                                     <span class="row-id">{r.id.clone()}</span>
                                     <span class="row-detail">{detail}</span>
+                                    {move || found().map(|text| view! { <span class="row-match">{text}</span> })}
                                     {row_badges(&r)}
                                 </button>
                             </li>

@@ -35,6 +35,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/stacks/{sel}/validate", post(validate_existing))
         .route("/api/stacks/{sel}/preview", post(preview))
         .route("/api/stacks/{sel}/activate", post(activate))
+        .route("/api/search", get(search))
         .route("/api/disable", post(disable))
 }
 
@@ -72,6 +73,47 @@ async fn list(State(state): State<AppState>, request: HeaderMap) -> Response {
         HeaderValue::from_static("application/json"),
     );
     state.views.current(&state).list.respond(&request, headers)
+}
+
+/// Longest search query (characters).
+const MAX_QUERY_CHARS: usize = 200;
+
+#[derive(serde::Deserialize)]
+struct SearchQuery {
+    #[serde(default)]
+    q: String,
+}
+
+/// `GET /api/search?q=` → `{ok, query, results: [{selector, matches: [{place, excerpt}], more}]}`:
+/// the Presets whose name, description, items (id, name, text, slot), regex rules (id, pattern,
+/// replacement) or parameter names contain `q` (case-insensitive), in list order. 400 for a
+/// query longer than 200 characters.
+async fn search(
+    State(state): State<AppState>,
+    axum::extract::Query(query): axum::extract::Query<SearchQuery>,
+) -> ApiResult<Response> {
+    let q = query.q.trim().to_string();
+    if q.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "The search text is too long: {} characters (at most {MAX_QUERY_CHARS}).",
+            q.chars().count()
+        )));
+    }
+    let snapshot = state.ws.snapshot();
+    let results = snapshot
+        .stacks
+        .iter()
+        .filter_map(|entry| {
+            let raw = entry.parsed.raw.as_ref()?;
+            forge_core::stack::search::search_hit(&entry.key.to_string(), raw, &q)
+        })
+        .collect();
+    let answer = forge_core::api::StackSearch {
+        ok: true,
+        query: q,
+        results,
+    };
+    Ok(super::extract::typed_response(StatusCode::OK, &answer))
 }
 
 /// `GET /api/stacks/:sel` → the stack as on disk with revision, diagnostics, scope and path.
