@@ -1330,3 +1330,55 @@ fn budget_covers_the_system_prompt_and_finalize() {
     // Finalize stops too; it reports only changes, and the runaway rule changed nothing.
     assert_eq!(finalize(&rules, &assistant(&text)), None);
 }
+
+#[test]
+fn try_rule_gives_what_the_compiler_does_to_a_text() {
+    use forge_core::rewrite::{try_rule, RuleTrial};
+    let raw = |v: Value| v.as_object().unwrap().clone();
+    // trimStrings (the case the browser's own engine got wrong), without id, stage or enabled.
+    assert_eq!(
+        try_rule(
+            &raw(
+                json!({"pattern": "\\[([^\\]]+)\\]", "flags": "g", "replace": "**$&**/$1",
+                       "trimStrings": ["[", "]"], "enabled": false})
+            ),
+            "Status: [OK] and [NO]"
+        ),
+        Ok(RuleTrial {
+            matches: 2,
+            text: "Status: **OK**/OK and **NO**/NO".into(),
+            changed: true,
+            out_of_budget: false
+        })
+    );
+    // maxChars: only the last 5 UTF-16 units are searched.
+    assert_eq!(
+        try_rule(
+            &raw(json!({"pattern": "a", "flags": "g", "replace": "b", "maxChars": 5})),
+            "aaaaaaaa"
+        )
+        .unwrap()
+        .text,
+        "aaabbbbb"
+    );
+    assert_eq!(
+        try_rule(&raw(json!({"pattern": "(", "replace": ""})), "x"),
+        Err("Invalid regular expression: /(/: Unbalanced parenthesis".to_string())
+    );
+    assert_eq!(
+        try_rule(&raw(json!({"pattern": "", "replace": ""})), "x"),
+        Err("Enter a pattern first.".to_string())
+    );
+    // The same rule in the history stage of the compiler gives the same text.
+    let fields = json!({"id": "r", "stage": "history", "pattern": "\\[([^\\]]+)\\]", "flags": "g",
+                        "replace": "<$1>", "trimStrings": ["O"]});
+    let sample = "Say [OK] [NO]";
+    let (messages, _) = apply_history(
+        &load(json!([fields.clone()])),
+        vec![json!({"role": "user", "content": sample})],
+    );
+    assert_eq!(
+        try_rule(&raw(fields), sample).unwrap().text,
+        messages[0]["content"].as_str().unwrap()
+    );
+}

@@ -2127,6 +2127,50 @@ async fn try_it_applies_counted_quantifiers() {
     browser.close().await;
 }
 
+/// Issue 17, point 6: "Try it" runs the compiler's rule pipeline (here `trimStrings`, which the
+/// browser's own engine ignored: it showed `**[OK]**`), and a pattern the compiler rejects shows
+/// the compiler's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_it_gives_the_compilers_result_with_trim_strings() {
+    let mut s = sample_stack("trims", "Trims", "Status: [OK]");
+    s["regex"] = json!({ "rules": [
+        { "id": "bold", "pattern": "\\[([^\\]]+)\\]", "replace": "**$&**", "flags": "g",
+          "stage": "compiled", "trimStrings": ["[", "]"] }
+    ]});
+    let (_server, browser) = start(std::slice::from_ref(&s), "trims").await;
+    browser.tab("Regex").await;
+    let card = "section.rule[data-rule='0']";
+    browser.click(&format!("{card} details.try summary")).await;
+    browser
+        .fill(
+            &format!("{card} textarea[name=rule-sample]"),
+            "Status: [OK] and [NO]",
+        )
+        .await;
+    browser
+        .wait_eq(
+            &format!("{card} .try-result pre"),
+            "Status: **OK** and **NO**",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .text(&format!("{card} .try-result .badge"))
+            .await
+            .as_deref(),
+        Some("2 matches")
+    );
+    // The result follows edits of the rule.
+    browser
+        .fill(&format!("{card} input[name=rule-replace]"), "<$1>")
+        .await;
+    browser
+        .wait_eq(&format!("{card} .try-result pre"), "Status: <OK> and <NO>")
+        .await;
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
 /// Issue 17, point 10: at 390 px the item editor sits under a long item list; tapping an item
 /// scrolls its editor into view (it used to stay off-screen below the list).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

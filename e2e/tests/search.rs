@@ -38,7 +38,12 @@ async fn the_search_finds_presets_by_block_text_and_regex_patterns() {
         &[
             (
                 "project/.pi/forge/prompt-stacks/alpha.json",
-                &stack("alpha", "Alpha", "Review the migration scripts first.", "OOC:"),
+                &stack(
+                    "alpha",
+                    "Alpha",
+                    "Review the migration scripts first.",
+                    "OOC:",
+                ),
             ),
             (
                 "project/.pi/forge/prompt-stacks/beta.json",
@@ -63,7 +68,10 @@ async fn the_search_finds_presets_by_block_text_and_regex_patterns() {
     // A regex pattern.
     browser.fill(".sidebar input.search", "[draft").await;
     browser
-        .wait_eq(".stack-row .row-match", "regex rule scrub (pattern): \\[draft\\]")
+        .wait_eq(
+            ".stack-row .row-match",
+            "regex rule scrub (pattern): \\[draft\\]",
+        )
         .await;
     assert_eq!(rows(&browser).await, ["project:beta"]);
 
@@ -77,7 +85,9 @@ async fn the_search_finds_presets_by_block_text_and_regex_patterns() {
     browser.viewport(390, 844).await;
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
     browser.viewport(1280, 900).await;
-    browser.fill(".sidebar input.search", "nothing like this").await;
+    browser
+        .fill(".sidebar input.search", "nothing like this")
+        .await;
     browser
         .wait_eq(".stack-list .empty", "No Presets match the search.")
         .await;

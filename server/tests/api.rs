@@ -1739,3 +1739,40 @@ fn search_finds_presets_by_their_content() {
         "The search text is too long: 201 characters (at most 200)."
     );
 }
+
+#[test]
+fn regex_try_runs_a_rule_as_the_compiler_does() {
+    let f = Fixture::new();
+    let (status, _, body) = f.send(
+        Method::POST,
+        "/api/regex/try",
+        &json!({"rule": {"pattern": "\\[([^\\]]+)\\]", "flags": "g", "replace": "**$&**",
+                         "trimStrings": ["[", "]"]}, "sample": "Status: [OK]"}),
+    );
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"ok": true, "matches": 1, "text": "Status: **OK**", "changed": true, "outOfBudget": false})
+    );
+    let (status, _, body) = f.send(
+        Method::POST,
+        "/api/regex/try",
+        &json!({"rule": {"pattern": "(", "replace": ""}, "sample": "x"}),
+    );
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "invalid_rule");
+    assert_eq!(
+        body["error"],
+        "Invalid regular expression: /(/: Unbalanced parenthesis"
+    );
+    let (status, _, body) = f.send(
+        Method::POST,
+        "/api/regex/try",
+        &json!({"rule": "x", "sample": "x"}),
+    );
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "rule must be a JSON object (one regex rule)."
+    );
+}

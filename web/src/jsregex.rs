@@ -1,9 +1,10 @@
-//! Regular expressions in the browser run on the browser's own JavaScript engine: forge-core
-//! is built without regress here (a much smaller bundle), and asks [`check`] whether a rule's
-//! pattern compiles. The server runs the same checks with regress, and a save is refused there
-//! whatever the browser thought.
+//! The browser build of forge-core has no regex engine (regress stays out of the bundle), so
+//! as you type it asks [`check`], the browser's own JavaScript engine, whether a rule's pattern
+//! compiles. The server runs the same checks with regress, and a save is refused there whatever
+//! the browser thought. Running a rule on sample text ("Try it") is the server's job
+//! (`POST /api/regex/try`), so the result is the compiler's.
 
-use js_sys::{Array, JsString, Reflect, RegExp};
+use js_sys::{Array, Reflect, RegExp};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// Builds `new RegExp(pattern, flags)`, or the engine's reason when it throws.
@@ -36,38 +37,4 @@ fn build(pattern: &str, flags: &str) -> Result<RegExp, String> {
 /// forge-core's pattern checker for the browser build.
 pub fn check(pattern: &str, flags: &str) -> Result<(), String> {
     build(pattern, flags).map(|_| ())
-}
-
-/// Runs a rule on sample text the way JavaScript's `String.prototype.replace` does
-/// (`$0` read as `$&`): the number of matches and the result.
-pub fn try_replace(
-    pattern: &str,
-    flags: &str,
-    replace: &str,
-    text: &str,
-) -> Result<(usize, String), String> {
-    let re = build(pattern, flags)?;
-    let subject = JsString::from(text);
-    let matches = if flags.contains('g') {
-        let counter = build(pattern, flags)?;
-        let mut n = 0usize;
-        let mut guard = 0usize;
-        while let Some(m) = counter.exec(text) {
-            n += 1;
-            guard += 1;
-            let matched = m.get(0).as_string().unwrap_or_default();
-            if matched.is_empty() {
-                counter.set_last_index(counter.last_index() + 1);
-            }
-            if guard > 10_000 {
-                break;
-            }
-        }
-        n
-    } else {
-        usize::from(re.test(text))
-    };
-    let replacement = replace.replace("$0", "$&");
-    let out = subject.replace_by_pattern(&re, &replacement);
-    Ok((matches, String::from(out)))
 }

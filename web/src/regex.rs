@@ -93,27 +93,43 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         })
     };
     let sample = RwSignal::new(String::new());
-    // "Try it" runs the rule's pattern on the browser's JavaScript engine (see jsregex.rs).
-    let outcome = move || {
+    // "Try it" asks the server to run the rule on the sample with forge-core's rule pipeline
+    // (the compiler's regex engine, trimStrings, maxChars, `$0`), so the result is what the
+    // preview produces. 200 ms after the last change; an older answer is dropped.
+    let trial: RwSignal<Option<Result<forge_core::api::RuleTrial, String>>> = RwSignal::new(None);
+    let trial_seq = StoredValue::new(0u64);
+    Effect::new(move |_| {
         let text = sample.get();
+        let rule = ed
+            .draft
+            .with(|d| jp::get(d, &format!("/regex/rules/{i}")).cloned())
+            .unwrap_or(Value::Null);
+        let my = trial_seq.get_value() + 1;
+        trial_seq.set_value(my);
         if text.is_empty() {
-            return None;
+            trial.set(None);
+            return;
         }
-        let (pattern, flags, replace) = ed.draft.with(|d| {
-            let base = format!("/regex/rules/{i}");
-            (
-                jp::get_str(d, &format!("{base}/pattern")),
-                jp::get_str(d, &format!("{base}/flags")),
-                jp::get_str(d, &format!("{base}/replace")),
-            )
-        });
-        if pattern.is_empty() {
-            return Some(Err("Enter a pattern first.".to_string()));
-        }
-        Some(crate::jsregex::try_replace(
-            &pattern, &flags, &replace, &text,
-        ))
-    };
+        set_timeout(
+            move || {
+                if trial_seq.get_value() != my {
+                    return;
+                }
+                leptos::task::spawn_local(async move {
+                    let body = json!({"rule": rule, "sample": text});
+                    let answer =
+                        crate::api::post_as::<forge_core::api::RuleTrial>("/api/regex/try", &body)
+                            .await
+                            .map_err(|e| e.message);
+                    if trial_seq.get_value() == my {
+                        trial.set(Some(answer));
+                    }
+                });
+            },
+            std::time::Duration::from_millis(200),
+        );
+    });
+    let outcome = move || trial.get();
     let remove = move |_| {
         ed.draft.update(|d| {
             jp::set(d, &format!("/regex/rules/{i}"), None);
@@ -299,10 +315,11 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
                 <textarea name="rule-sample" rows="2" placeholder="Sample text" aria-label="Sample text to try the rule on" prop:value=move || sample.get()
                     on:input=move |e| sample.set(event_target_value(&e))></textarea>
                 {move || outcome().map(|o| match o {
-                    Ok((matches, text)) => view! {
+                    Ok(t) => view! {
                         <div class="try-result" role="status">
-                            <span class="badge">{format!("{matches} match{}", if matches == 1 { "" } else { "es" })}</span>
-                            <pre class="mono">{text}</pre>
+                            <span class="badge">{format!("{} match{}", t.matches, if t.matches == 1 { "" } else { "es" })}</span>
+                            {t.out_of_budget.then(|| view! { <span class="badge error">"stopped: out of time budget"</span> })}
+                            <pre class="mono">{t.text}</pre>
                         </div>
                     }.into_any(),
                     Err(e) => view! { <p class="field-error">{e}</p> }.into_any(),

@@ -289,7 +289,10 @@ fn PresetsSurface() -> impl IntoView {
 
 /// Content matches of the sidebar's search (`GET /api/search`): the query they answer and the
 /// hits by selector.
-type ContentHits = (String, std::collections::HashMap<String, forge_core::stack::search::StackSearchHit>);
+type ContentHits = (
+    String,
+    std::collections::HashMap<String, forge_core::stack::search::StackSearchHit>,
+);
 
 /// Searches the Presets' content 150 ms after the last keystroke (two characters or more); an
 /// answer to an older query is dropped.

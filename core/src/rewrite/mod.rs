@@ -334,6 +334,44 @@ fn within_budget<R>(run: impl FnOnce() -> R) -> (R, bool) {
     (result, spent)
 }
 
+pub use crate::api::RuleTrial;
+
+/// Runs one raw rule object on `sample` exactly as the compiler applies it to one text
+/// (`maxChars`, `trimStrings`, `$0`, the regex engine and its step budget); `enabled`, `stage`,
+/// `roles`, `targets` and depths decide *where* a rule runs, not what it does to a text, so they
+/// are not needed here. `Err` is the compile error the compiler reports for the rule.
+pub fn try_rule(raw: &Map<String, Value>, sample: &str) -> Result<RuleTrial, String> {
+    let mut raw = raw.clone();
+    raw.insert("enabled".into(), Value::Bool(true));
+    raw.entry("id").or_insert_with(|| Value::from("try"));
+    if !matches!(
+        raw.get("stage").and_then(Value::as_str),
+        Some("history" | "compiled")
+    ) {
+        raw.insert("stage".into(), Value::from("history"));
+    }
+    if raw.get("effect").is_some_and(|e| !e.is_string()) {
+        raw.remove("effect");
+    }
+    match read_rule(&raw) {
+        Ok(Some(rule)) => {
+            let (edit, spent) = within_budget(|| apply_to_text(&rule, sample));
+            Ok(RuleTrial {
+                matches: edit.matches,
+                text: edit.text,
+                changed: edit.changed,
+                out_of_budget: spent,
+            })
+        }
+        Ok(None) => Err("Enter a pattern first.".to_string()),
+        // The compile error without the rule's name (the card shows the rule).
+        Err(diagnostic) => Err(diagnostic
+            .message
+            .split_once(" failed to compile: ")
+            .map_or(diagnostic.message.clone(), |(_, reason)| reason.to_string())),
+    }
+}
+
 /// Runs the history-stage outgoing rules over one chat-history slot's messages. `targets` is
 /// ignored at this stage.
 pub fn apply_history(rules: &[Rule], mut messages: Vec<Value>) -> (Vec<Value>, Vec<Diagnostic>) {

@@ -36,6 +36,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/stacks/{sel}/preview", post(preview))
         .route("/api/stacks/{sel}/activate", post(activate))
         .route("/api/search", get(search))
+        .route("/api/regex/try", post(try_regex))
         .route("/api/disable", post(disable))
 }
 
@@ -114,6 +115,44 @@ async fn search(
         results,
     };
     Ok(super::extract::typed_response(StatusCode::OK, &answer))
+}
+
+/// Longest sample "Try it" runs a rule on (bytes).
+const MAX_SAMPLE_BYTES: usize = 64 * 1024;
+
+/// `POST /api/regex/try` `{rule, sample}` → `{ok, matches, text, changed, outOfBudget}`: one regex
+/// rule (a raw rule object as in the Preset) applied to the sample exactly as the compiler
+/// applies it to one text (forge-core `rewrite::try_rule`). 400 `invalid_rule` with the
+/// compiler's message for a rule that does not compile; 400 for a sample over 64 KiB.
+async fn try_regex(State(_state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+    let body = body.object()?;
+    let Some(Value::Object(rule)) = body.get("rule") else {
+        return Err(
+            ApiError::bad_request("rule must be a JSON object (one regex rule).")
+                .with_field("rule"),
+        );
+    };
+    let Some(sample) = body.get("sample").and_then(Value::as_str) else {
+        return Err(ApiError::bad_request("sample must be a string."));
+    };
+    if sample.len() > MAX_SAMPLE_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "The sample is too large: {} bytes (at most {MAX_SAMPLE_BYTES}).",
+            sample.len()
+        )));
+    }
+    match forge_core::rewrite::try_rule(rule, sample) {
+        Ok(trial) => {
+            let mut answer = serde_json::to_value(&trial).unwrap_or_default();
+            answer["ok"] = Value::Bool(true);
+            Ok(super::extract::ok_json(&answer))
+        }
+        Err(message) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_rule",
+            message,
+        )),
+    }
 }
 
 /// `GET /api/stacks/:sel` → the stack as on disk with revision, diagnostics, scope and path.
