@@ -324,15 +324,12 @@ pub fn profile_settings(
 /// profile nowhere (or the value, or its `profiles`, is not an object).
 pub fn find_profile_key(raw: &Value, profile: &ResourceKey) -> Option<String> {
     let profiles = raw.get("profiles")?.as_object()?;
-    let matching = || {
-        profiles
-            .iter()
-            .filter(|(k, _)| profile_entry_key(k).is_ok_and(|(key, _)| key == *profile))
-    };
-    matching()
-        .filter(|(_, v)| v.is_object())
-        .last()
-        .or_else(|| matching().last())
+    let names = |k: &str| profile_entry_key(k).is_ok_and(|(key, _)| key == *profile);
+    profiles
+        .iter()
+        .rev()
+        .find(|(k, v)| v.is_object() && names(k))
+        .or_else(|| profiles.iter().rev().find(|(k, _)| names(k)))
         .map(|(k, _)| k.clone())
 }
 
