@@ -120,10 +120,18 @@ pub fn DelegationCard(selector: String) -> impl IntoView {
     };
     let reload = move || {
         spawn_local(async move {
-            match api::get_as::<AgentSettings>("/api/agent/settings").await {
+            let answer = api::get_as::<AgentSettings>("/api/agent/settings").await;
+            // The card may be gone by now (another profile, the editor opened).
+            let Some(selector) = selector.try_get_value() else {
+                return;
+            };
+            if state.is_disposed() {
+                return;
+            }
+            match answer {
                 Ok(settings) => {
                     load_error.set(None);
-                    show(loaded(&settings, &selector.get_value()));
+                    show(loaded(&settings, &selector));
                 }
                 Err(e) => load_error.set(Some(e.message)),
             }
@@ -181,10 +189,16 @@ pub fn DelegationCard(selector: String) -> impl IntoView {
                 l.file.revision.as_deref(),
             )
             .await;
+            let Some(selector) = selector.try_get_value() else {
+                return;
+            };
+            if state.is_disposed() {
+                return;
+            }
             saving.set(false);
             match result {
                 Ok(settings) => {
-                    show(loaded(&settings, &selector.get_value()));
+                    show(loaded(&settings, &selector));
                     app.say("Delegation settings saved", Tone::Ok);
                 }
                 Err(e) if e.is_stale() || e.code == "exists" => conflict.set(true),
