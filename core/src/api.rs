@@ -971,7 +971,7 @@ pub struct SubagentsFileView {
     pub revision: Option<String>,
     /// The same revision as 64 bare hex digits.
     pub source_revision: Option<String>,
-    /// The raw parsed file (`{}` when absent or unreadable).
+    /// The raw parsed file (`{}` when absent or unreadable, `null` when it does not parse).
     pub settings: Value,
     /// The parser's warnings (they never block a save), or why the file could not be read.
     pub diagnostics: Vec<Diagnostic>,

@@ -314,6 +314,27 @@ fn bad_bodies_are_400_and_write_nothing() {
 }
 
 #[test]
+fn a_file_that_is_not_json_reads_as_null_settings_with_a_warning() {
+    let f = Fixture::new(&[]);
+    f.dirs.write_global("subagents.json", "{not json");
+    let settings = f.get("/api/agent/settings");
+    let global = &settings["files"]["global"];
+    assert_eq!(global["exists"], true);
+    assert_eq!(global["settings"], Value::Null);
+    assert_eq!(global["revision"], revision(b"{not json").as_str());
+    assert_eq!(global["diagnostics"].as_array().unwrap().len(), 1);
+    assert_eq!(global["diagnostics"][0]["level"], "warning");
+    assert!(global["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Failed to parse subagents.json: "));
+    assert_eq!(
+        settings["profiles"],
+        json!([scout(false, 60_000, Value::Null, Value::Null)])
+    );
+}
+
+#[test]
 fn a_global_entry_decides_until_the_trusted_project_names_the_profile() {
     let f = Fixture::new(&[]);
     let global = json!({"timeoutMs": 5000, "profiles": {"project:scout": {"enabled": true}}});

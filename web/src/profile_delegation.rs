@@ -76,6 +76,12 @@ fn read_only(l: &Loaded) -> Option<String> {
     if l.file.scope == Scope::Project && !l.trusted {
         return Some("The project is not trusted, so its subagents.json cannot be changed.".into());
     }
+    if l.file.exists && l.file.revision.is_some() && !l.file.settings.is_object() {
+        return Some(format!(
+            "{} does not hold a JSON object; fix it in a text editor first (see its diagnostics).",
+            l.file.path
+        ));
+    }
     if l.file.exists && l.file.revision.is_none() {
         return Some(format!(
             "{} cannot be read, so it cannot be changed here.",

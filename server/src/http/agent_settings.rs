@@ -86,6 +86,8 @@ fn read_file(store: &FsStore, scope: Scope, trusted: bool) -> FileState {
             }
         }
         Err(e) => {
+            // `null`, not `{}`: an editor must not mistake it for an empty file and replace it.
+            view.settings = Value::Null;
             view.diagnostics.push(Diagnostic::warning(format!(
                 "Failed to parse subagents.json: {e}; delegation uses defaults."
             )));
