@@ -312,3 +312,29 @@ async fn delegation_is_operable_with_the_keyboard_only() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_json_is_never_replaced() {
+    let server = Server::start_with(
+        &[
+            ("project/.pi/forge/prompt-stacks/default.json", &stack()),
+            ("project/.pi/forge/agent-profiles/scout.json", &profile()),
+            (SETTINGS, "{not json"),
+        ],
+        &[],
+    );
+    let browser = open(&server, 1280).await;
+    let path = server.path(SETTINGS).display().to_string();
+    browser
+        .wait_eq(
+            ".delegation-locked",
+            &format!("{path} does not hold a JSON object; fix it in a text editor first (see its diagnostics)."),
+        )
+        .await;
+    assert!(!browser.enabled("input[name=delegation-enabled]").await);
+    assert!(!browser.enabled("input[name=delegation-timeout]").await);
+    assert!(!browser.enabled(".save-delegation").await);
+    assert_eq!(server.read(SETTINGS), "{not json");
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
