@@ -1016,3 +1016,60 @@ mod tests {
         assert_eq!(body.current, None);
     }
 }
+
+/// One `subagents.json` in `GET /api/agent/settings` (project `.pi/forge/subagents.json`,
+/// global `<global>/subagents.json`). An untrusted project's file is not read (`exists: false`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentsFileView {
+    pub scope: crate::id::Scope,
+    pub path: String,
+    pub exists: bool,
+    /// `sha256:<hex>` of the bytes read; `None` when absent or unreadable.
+    pub revision: Option<String>,
+    /// The same revision as 64 bare hex digits.
+    pub source_revision: Option<String>,
+    /// The raw parsed file (`{}` when absent or unreadable, `null` when it does not parse).
+    pub settings: Value,
+    /// The parser's warnings (they never block a save), or why the file could not be read.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Both files of `GET /api/agent/settings`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubagentsFileViews {
+    pub project: SubagentsFileView,
+    pub global: SubagentsFileView,
+}
+
+/// One profile's effective delegation settings (forge-core `profile_settings`) and the entry an
+/// editor changes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationProfile {
+    /// `id` for a project profile, `global:id` for a global one.
+    pub profile_id: String,
+    /// `scope:id`, as the profile views' `selector`.
+    pub selector: String,
+    pub enabled: bool,
+    /// The effective timeout (the entry's, else the files', else 60,000).
+    pub timeout_ms: u64,
+    /// The effective entry's own `timeoutMs` (`None`: inherited).
+    pub entry_timeout_ms: Option<u64>,
+    pub backend: String,
+    /// `allowAgentInvocationWithoutApproval` from a trusted project's file.
+    pub unattended: bool,
+    /// The file whose entry decides (or, without one, the file of the profile's scope).
+    pub entry_scope: crate::id::Scope,
+    /// The raw key of the entry in that file (`None`: no entry yet).
+    pub entry_key: Option<String>,
+}
+
+/// `GET /api/agent/settings` and the answer of `PUT /api/agent/settings/:scope`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentSettings {
+    pub ok: bool,
+    pub trusted: bool,
+    pub files: SubagentsFileViews,
+    pub profiles: Vec<DelegationProfile>,
+}

@@ -21,6 +21,7 @@ mod library;
 mod payloads;
 mod policy;
 mod preview;
+mod profile_delegation;
 mod profiles;
 mod regex;
 mod session;

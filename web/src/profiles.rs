@@ -15,6 +15,7 @@ use forge_core::diag::{Diagnostic, Level};
 use crate::api::{self, seg};
 use crate::jp;
 use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
+use crate::profile_delegation::DelegationCard;
 use crate::state::{self, app, App, Surface, Tone, NO_LIVE_SESSION};
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
@@ -669,6 +670,7 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
                 <h3>"Effective tools"</h3>
                 <ul class="chips">{tools.into_iter().map(|t| view! { <li class="chip"><span class="chip-text">{t}</span></li> }).collect_view()}</ul>
             </section>
+            <DelegationCard selector=selector.clone()/>
             {(!diag_list.is_empty()).then(|| view! {
                 <section class="card">
                     <h3>"Diagnostics"</h3>

@@ -9,6 +9,7 @@
 //! forge-core (the write service, the compiler), map the result. `docs/api.md` documents the wire.
 
 pub mod agent;
+mod agent_settings;
 pub mod assets;
 mod capabilities;
 pub mod capability_state;
@@ -162,6 +163,7 @@ pub fn router(state: AppState) -> Router {
         .merge(capabilities::routes())
         .merge(capability_state::routes())
         .merge(agent::routes())
+        .merge(agent_settings::routes())
         .merge(config::routes())
         .route("/assets/{*path}", get(assets::asset))
         .fallback(not_found)
