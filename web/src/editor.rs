@@ -166,7 +166,7 @@ fn Editor() -> impl IntoView {
                             on:click=move |_| more_open.update(|o| *o = !*o)>"More ▾"</button>
                         <Show when=move || more_open.get()>
                             <div class="menu" role="menu" on:click=move |_| more_open.set(false)
-                                on:keydown=move |e| menu_keys(&e)>
+                                on:keydown=move |e| crate::widgets::menu_keys(&e, ".editor .more .menu [role=menuitem]")>
                                 <button role="menuitem" class="fork" on:click=move |_| app.dialog.set(Some(Dialog::Fork))>"Fork…"</button>
                                 <button role="menuitem" class="import" on:click=move |_| app.dialog.set(Some(Dialog::Import))>"Import…"</button>
                                 <a role="menuitem" class="export" href=export_href download=export_name>"Export JSON"</a>
@@ -273,45 +273,6 @@ fn more_menu_closes(open: RwSignal<bool>, tab: RwSignal<Tab>) {
             crate::shell::focus_later(".editor .more .menu [role=menuitem]".into());
         }
     });
-}
-
-/// ↑/↓, Home and End move between the menu's entries.
-fn menu_keys(e: &leptos::ev::KeyboardEvent) {
-    use wasm_bindgen::JsCast;
-    let key = e.key();
-    if !matches!(key.as_str(), "ArrowDown" | "ArrowUp" | "Home" | "End") {
-        return;
-    }
-    e.prevent_default();
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let Ok(list) = doc.query_selector_all(".editor .more .menu [role=menuitem]") else {
-        return;
-    };
-    let items: Vec<web_sys::HtmlElement> = (0..list.length())
-        .filter_map(|i| list.item(i))
-        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
-        .collect();
-    if items.is_empty() {
-        return;
-    }
-    let active = doc.active_element();
-    let at = items.iter().position(|el| {
-        active
-            .as_ref()
-            .is_some_and(|a| a == el.as_ref() as &web_sys::Element)
-    });
-    let last = items.len() - 1;
-    let next = match (key.as_str(), at) {
-        ("Home", _) => 0,
-        ("End", _) => last,
-        ("ArrowDown", Some(i)) if i < last => i + 1,
-        ("ArrowDown", _) => 0,
-        ("ArrowUp", Some(i)) if i > 0 => i - 1,
-        _ => last,
-    };
-    let _ = items[next].focus();
 }
 
 pub fn plural(n: usize) -> &'static str {

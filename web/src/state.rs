@@ -27,6 +27,30 @@ pub enum Surface {
     Delegation,
 }
 
+impl Surface {
+    /// Every surface, in the top bar's order.
+    pub const ALL: [Surface; 6] = [
+        Surface::Presets,
+        Surface::Profiles,
+        Surface::Capabilities,
+        Surface::Payloads,
+        Surface::Session,
+        Surface::Delegation,
+    ];
+
+    /// The surface's name as its tab shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Surface::Presets => "Presets",
+            Surface::Profiles => "Profiles",
+            Surface::Capabilities => "Capabilities",
+            Surface::Payloads => "Payloads",
+            Surface::Session => "Session",
+            Surface::Delegation => "Delegation",
+        }
+    }
+}
+
 /// A watcher change of one resource: `(key, revision, origin)` (`origin` is `self` for the
 /// editor's own writes).
 pub type Change = (String, Option<String>, String);
