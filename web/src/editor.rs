@@ -4,7 +4,7 @@
 use forge_core::diag::Level;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::api::{self, seg};
 use crate::bindings::CapabilitiesTab;
@@ -83,27 +83,6 @@ fn Editor() -> impl IntoView {
         }
     };
 
-    let validate = move |_| {
-        let sel = selector();
-        let body = json!({ "stack": ed.draft.get_untracked() });
-        spawn_local(async move {
-            let path = format!("/api/stacks/{}/validate", seg(&sel));
-            match api::post_as::<forge_core::api::Validation>(&path, &body).await {
-                Ok(v) => {
-                    let (errors, warnings) = (v.errors, v.warnings);
-                    app.say(
-                        format!(
-                            "Validation complete: {errors} error{}, {warnings} warning{}",
-                            plural(errors),
-                            plural(warnings)
-                        ),
-                        if errors > 0 { Tone::Error } else { Tone::Ok },
-                    );
-                }
-                Err(e) => app.fail(&e),
-            }
-        });
-    };
     let export_href = move || format!("/api/stacks/{}/export", seg(&selector()));
     let export_name = move || {
         format!(
@@ -146,7 +125,7 @@ fn Editor() -> impl IntoView {
                         on:click=move |_| { ed.undo.undo(ed.draft); }>"↶"</button>
                     <button class="redo icon" aria-label="Redo" title="Redo (Ctrl+Shift+Z)" disabled=move || !ed.undo.can_redo()
                         on:click=move |_| { ed.undo.redo(ed.draft); }>"↷"</button>
-                    <button class="validate" on:click=validate disabled=move || unparsable.get()>"Validate"</button>
+                    <button class="validate" on:click=move |_| state::validate_stack(app) disabled=move || unparsable.get()>"Validate"</button>
                     <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
                         on:click=move |_| dock.toggle()>"Preview"</button>
                     {move || if is_active() {

@@ -1,5 +1,6 @@
-//! The frame around the surfaces: top bar (surfaces, status, theme), keyboard shortcuts, the
-//! unload guard, and the Presets surface layout (sidebar + workspace + preview dock).
+//! The frame around the surfaces: top bar (surfaces, status, theme), keyboard shortcuts (the
+//! command palette and the shortcuts overlay are in `palette`), the unload guard, and the
+//! Presets surface layout (sidebar + workspace + preview dock).
 
 use leptos::ev;
 use leptos::prelude::*;
@@ -51,9 +52,35 @@ pub fn Shell() -> impl IntoView {
         set_timeout(move || app.shell_ready.set(true), std::time::Duration::ZERO)
     });
     crate::events::connect(app);
+    let palette = crate::palette::Palette::new();
+    provide_context(palette);
 
     // Ctrl/Cmd+S saves what the current surface edits.
     let _keys = window_event_listener(ev::keydown, move |e| {
+        // Ctrl/Cmd+K opens the command palette (from a text field too); `?` lists the
+        // shortcuts, unless it is typed into a text field.
+        if (e.ctrl_key() || e.meta_key()) && !e.alt_key() && e.key().eq_ignore_ascii_case("k") {
+            if app.dialog.with_untracked(Option::is_none) {
+                e.prevent_default();
+                palette.show();
+            }
+            return;
+        }
+        if e.key() == "?"
+            && !(e.ctrl_key() || e.meta_key() || e.alt_key())
+            && !palette.is_open()
+            && app.dialog.with_untracked(Option::is_none)
+            && !crate::palette::typing_in(e.target())
+        {
+            e.prevent_default();
+            palette.show_help();
+            return;
+        }
+        if e.key() == "Escape" && palette.is_open() {
+            e.prevent_default();
+            palette.close(true);
+            return;
+        }
         if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("s") {
             e.prevent_default();
             match app.surface.get_untracked() {
@@ -77,6 +104,7 @@ pub fn Shell() -> impl IntoView {
             && (key == "z" || key == "y")
             && app.surface.get_untracked() == Surface::Presets
             && app.dialog.with_untracked(Option::is_none)
+            && !palette.is_open()
             && app.editor.loaded.with_untracked(Option::is_some)
         {
             e.prevent_default();
@@ -153,6 +181,8 @@ pub fn Shell() -> impl IntoView {
                 <Show when=move || !app.trusted.get()>
                     <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
                 </Show>
+                <button class="shortcuts-button icon" on:click=move |_| palette.show_help()
+                    aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?) and the command palette (Ctrl+K)">"?"</button>
                 <button class="theme-toggle icon" on:click=toggle_theme
                     aria-label=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }
                     title=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }>
@@ -177,6 +207,7 @@ pub fn Shell() -> impl IntoView {
                 Surface::Delegation => view! { <crate::delegation::DelegationSurface/> }.into_any(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
+            <crate::palette::PaletteLayer/>
         </div>
     }
 }

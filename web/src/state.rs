@@ -927,6 +927,37 @@ pub fn live_failure(app: App, e: &ApiError) -> String {
     e.message.clone()
 }
 
+/// Validates the open draft as the server does (`POST /api/stacks/:selector/validate`) and
+/// says the result in the status line. The Validate button and the palette's Validate.
+pub fn validate_stack(app: App) {
+    let ed = app.editor;
+    let Some(selector) = ed
+        .loaded
+        .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()))
+    else {
+        return;
+    };
+    let body = json!({ "stack": ed.draft.get_untracked() });
+    spawn_local(async move {
+        let path = format!("/api/stacks/{}/validate", seg(&selector));
+        match api::post_as::<forge_core::api::Validation>(&path, &body).await {
+            Ok(v) => {
+                let (errors, warnings) = (v.errors, v.warnings);
+                let plural = crate::editor::plural;
+                app.say(
+                    format!(
+                        "Validation complete: {errors} error{}, {warnings} warning{}",
+                        plural(errors),
+                        plural(warnings)
+                    ),
+                    if errors > 0 { Tone::Error } else { Tone::Ok },
+                );
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
 /// Activates `selector` in the live Pi session. Without one the server answers 503 and the
 /// editor says why (status line and a banner); nothing changes.
 pub fn activate(app: App, selector: String) {
