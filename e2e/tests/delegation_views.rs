@@ -164,9 +164,16 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
         )
     );
 
-    // At 390 px the cards fit.
+    // At 390 px the cards fit, and the surface menu's button carries the count.
     browser.viewport(390, 844).await;
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    assert_eq!(
+        browser
+            .text(".surface-menu-toggle .pending-plans")
+            .await
+            .as_deref(),
+        Some("2")
+    );
     browser.screenshot("delegation-plans-390").await;
     browser.viewport(1280, 900).await;
     browser.screenshot("delegation-plans").await;

@@ -204,7 +204,12 @@ async fn narrow_tour() {
     stop(
         &browser,
         "mobile-presets",
-        &["button.save", "button.new-stack", "#live-indicator"],
+        &[
+            "button.save",
+            "button.new-stack",
+            "#live-indicator",
+            ".surface-menu-toggle",
+        ],
     )
     .await;
 
@@ -217,7 +222,18 @@ async fn narrow_tour() {
     stop(&browser, "mobile-preview", &[".dock-close"]).await;
     browser.click(".dock-close").await;
 
-    browser.click_text(".surface-tab", "Profiles").await;
+    // On a phone the surfaces are one menu.
+    browser.click(".surface-menu-toggle").await;
+    browser.wait_css(".surface-menu-list").await;
+    stop(
+        &browser,
+        "mobile-surface-menu",
+        &[".surface-menu-list [role=menuitem][data-surface='Delegation']"],
+    )
+    .await;
+    browser
+        .click(".surface-menu-list [role=menuitem][data-surface='Profiles']")
+        .await;
     browser
         .click(".profile-row[data-selector='project:reviewer']")
         .await;

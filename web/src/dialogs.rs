@@ -74,7 +74,7 @@ fn focusables(root: &web_sys::Element) -> Vec<web_sys::HtmlElement> {
 }
 
 /// Keeps Tab and Shift+Tab inside the open dialog (it is modal: the page behind is inert).
-fn trap_tab(e: &web_sys::KeyboardEvent) {
+pub fn trap_tab(e: &web_sys::KeyboardEvent) {
     let Some(modal) = document().and_then(|d| d.query_selector(".modal").ok().flatten()) else {
         return;
     };

@@ -4,7 +4,7 @@
 use forge_core::diag::Level;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::api::{self, seg};
 use crate::bindings::CapabilitiesTab;
@@ -83,27 +83,6 @@ fn Editor() -> impl IntoView {
         }
     };
 
-    let validate = move |_| {
-        let sel = selector();
-        let body = json!({ "stack": ed.draft.get_untracked() });
-        spawn_local(async move {
-            let path = format!("/api/stacks/{}/validate", seg(&sel));
-            match api::post_as::<forge_core::api::Validation>(&path, &body).await {
-                Ok(v) => {
-                    let (errors, warnings) = (v.errors, v.warnings);
-                    app.say(
-                        format!(
-                            "Validation complete: {errors} error{}, {warnings} warning{}",
-                            plural(errors),
-                            plural(warnings)
-                        ),
-                        if errors > 0 { Tone::Error } else { Tone::Ok },
-                    );
-                }
-                Err(e) => app.fail(&e),
-            }
-        });
-    };
     let export_href = move || format!("/api/stacks/{}/export", seg(&selector()));
     let export_name = move || {
         format!(
@@ -146,7 +125,7 @@ fn Editor() -> impl IntoView {
                         on:click=move |_| { ed.undo.undo(ed.draft); }>"↶"</button>
                     <button class="redo icon" aria-label="Redo" title="Redo (Ctrl+Shift+Z)" disabled=move || !ed.undo.can_redo()
                         on:click=move |_| { ed.undo.redo(ed.draft); }>"↷"</button>
-                    <button class="validate" on:click=validate disabled=move || unparsable.get()>"Validate"</button>
+                    <button class="validate" on:click=move |_| state::validate_stack(app) disabled=move || unparsable.get()>"Validate"</button>
                     <button class="preview-toggle" aria-pressed=move || dock.open.get().to_string()
                         on:click=move |_| dock.toggle()>"Preview"</button>
                     {move || if is_active() {
@@ -166,7 +145,7 @@ fn Editor() -> impl IntoView {
                             on:click=move |_| more_open.update(|o| *o = !*o)>"More ▾"</button>
                         <Show when=move || more_open.get()>
                             <div class="menu" role="menu" on:click=move |_| more_open.set(false)
-                                on:keydown=move |e| menu_keys(&e)>
+                                on:keydown=move |e| crate::widgets::menu_keys(&e, ".editor .more .menu [role=menuitem]")>
                                 <button role="menuitem" class="fork" on:click=move |_| app.dialog.set(Some(Dialog::Fork))>"Fork…"</button>
                                 <button role="menuitem" class="import" on:click=move |_| app.dialog.set(Some(Dialog::Import))>"Import…"</button>
                                 <a role="menuitem" class="export" href=export_href download=export_name>"Export JSON"</a>
@@ -274,45 +253,6 @@ fn more_menu_closes(open: RwSignal<bool>, tab: RwSignal<Tab>) {
             crate::shell::focus_later(".editor .more .menu [role=menuitem]".into());
         }
     });
-}
-
-/// ↑/↓, Home and End move between the menu's entries.
-fn menu_keys(e: &leptos::ev::KeyboardEvent) {
-    use wasm_bindgen::JsCast;
-    let key = e.key();
-    if !matches!(key.as_str(), "ArrowDown" | "ArrowUp" | "Home" | "End") {
-        return;
-    }
-    e.prevent_default();
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let Ok(list) = doc.query_selector_all(".editor .more .menu [role=menuitem]") else {
-        return;
-    };
-    let items: Vec<web_sys::HtmlElement> = (0..list.length())
-        .filter_map(|i| list.item(i))
-        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
-        .collect();
-    if items.is_empty() {
-        return;
-    }
-    let active = doc.active_element();
-    let at = items.iter().position(|el| {
-        active
-            .as_ref()
-            .is_some_and(|a| a == el.as_ref() as &web_sys::Element)
-    });
-    let last = items.len() - 1;
-    let next = match (key.as_str(), at) {
-        ("Home", _) => 0,
-        ("End", _) => last,
-        ("ArrowDown", Some(i)) if i < last => i + 1,
-        ("ArrowDown", _) => 0,
-        ("ArrowUp", Some(i)) if i > 0 => i - 1,
-        _ => last,
-    };
-    let _ = items[next].focus();
 }
 
 pub fn plural(n: usize) -> &'static str {

@@ -18,6 +18,7 @@ mod items;
 mod jp;
 mod jsregex;
 mod library;
+mod palette;
 mod payloads;
 mod policy;
 mod preview;

@@ -1,5 +1,6 @@
-//! The frame around the surfaces: top bar (surfaces, status, theme), keyboard shortcuts, the
-//! unload guard, and the Presets surface layout (sidebar + workspace + preview dock).
+//! The frame around the surfaces: top bar (surfaces, status, theme), keyboard shortcuts (the
+//! command palette and the shortcuts overlay are in `palette`), the unload guard, and the
+//! Presets surface layout (sidebar + workspace + preview dock).
 
 use leptos::ev;
 use leptos::prelude::*;
@@ -52,9 +53,35 @@ pub fn Shell() -> impl IntoView {
     });
     crate::events::connect(app);
     crate::drafts::install(app);
+    let palette = crate::palette::Palette::new();
+    provide_context(palette);
 
     // Ctrl/Cmd+S saves what the current surface edits.
     let _keys = window_event_listener(ev::keydown, move |e| {
+        // Ctrl/Cmd+K opens the command palette (from a text field too); `?` lists the
+        // shortcuts, unless it is typed into a text field.
+        if (e.ctrl_key() || e.meta_key()) && !e.alt_key() && e.key().eq_ignore_ascii_case("k") {
+            if app.dialog.with_untracked(Option::is_none) {
+                e.prevent_default();
+                palette.show();
+            }
+            return;
+        }
+        if e.key() == "?"
+            && !(e.ctrl_key() || e.meta_key() || e.alt_key())
+            && !palette.is_open()
+            && app.dialog.with_untracked(Option::is_none)
+            && !crate::palette::typing_in(e.target())
+        {
+            e.prevent_default();
+            palette.show_help();
+            return;
+        }
+        if e.key() == "Escape" && palette.is_open() {
+            e.prevent_default();
+            palette.close(true);
+            return;
+        }
         if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("s") {
             e.prevent_default();
             match app.surface.get_untracked() {
@@ -78,6 +105,7 @@ pub fn Shell() -> impl IntoView {
             && (key == "z" || key == "y")
             && app.surface.get_untracked() == Surface::Presets
             && app.dialog.with_untracked(Option::is_none)
+            && !palette.is_open()
             && app.editor.loaded.with_untracked(Option::is_some)
         {
             e.prevent_default();
@@ -108,27 +136,13 @@ pub fn Shell() -> impl IntoView {
             let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
         }
     };
-    // The Preset draft lives in app state and survives a surface switch; an unsaved profile or
-    // capability form does not, so leaving its surface with one asks first.
-    let go = move |surface: Surface| {
-        if app.surface.get_untracked() == surface {
-            return;
-        }
-        if app.form_dirty.get_untracked() {
-            let from = match app.surface.get_untracked() {
-                Surface::Capabilities => "Leaving Capabilities",
-                _ => "Leaving Profiles",
-            };
-            app.confirm_discard(from, move || app.surface.set(surface));
-        } else {
-            app.surface.set(surface);
-        }
-    };
+    let go = move |surface: Surface| go(app, surface);
 
     view! {
         <div class="app" class:dock-open=move || dock.open.get() class:dock-focus=move || dock.focus.get()>
             <header class="topbar">
                 <span class="brand" title="pi-forge">"pi-forge"</span>
+                <SurfaceMenu go=Callback::new(go)/>
                 <nav class="surfaces" aria-label="Surfaces">
                     <button class="surface-tab" class:current=move || app.surface.get() == Surface::Presets
                         aria-pressed=move || (app.surface.get() == Surface::Presets).to_string()
@@ -168,6 +182,8 @@ pub fn Shell() -> impl IntoView {
                 <Show when=move || !app.trusted.get()>
                     <span class="badge warn" title="pi-forge was started with --untrusted: project files are read-only.">"Read-only"</span>
                 </Show>
+                <button class="shortcuts-button icon" on:click=move |_| palette.show_help()
+                    aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?) and the command palette (Ctrl+K)">"?"</button>
                 <button class="theme-toggle icon" on:click=toggle_theme
                     aria-label=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }
                     title=move || if app.dark.get() { "Use light theme" } else { "Use dark theme" }>
@@ -193,6 +209,131 @@ pub fn Shell() -> impl IntoView {
                 Surface::Delegation => view! { <crate::delegation::DelegationSurface/> }.into_any(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
+            <crate::palette::PaletteLayer/>
+        </div>
+    }
+}
+
+/// Shows `surface`. The Preset draft lives in app state and survives a surface switch; an
+/// unsaved profile or capability form does not, so leaving its surface with one asks first.
+pub fn go(app: App, surface: Surface) {
+    if app.surface.get_untracked() == surface {
+        return;
+    }
+    if app.form_dirty.get_untracked() {
+        let from = match app.surface.get_untracked() {
+            Surface::Capabilities => "Leaving Capabilities",
+            _ => "Leaving Profiles",
+        };
+        app.confirm_discard(from, move || app.surface.set(surface));
+    } else {
+        app.surface.set(surface);
+    }
+}
+
+/// The count badge of a surface, if it has one: the delegation plans waiting for a person.
+fn surface_badge(app: App, surface: Surface) -> Option<u64> {
+    (surface == Surface::Delegation)
+        .then(|| app.plans_pending.get())
+        .filter(|n| *n > 0)
+}
+
+/// On a narrow screen the surface tabs collapse into this one button (the CSS shows one or the
+/// other): it names the current surface, carries any tab's count badge, and opens a menu of
+/// every surface (↑/↓, Home, End, Enter; Escape, Tab or a click outside close it, Escape gives
+/// the focus back to the button).
+#[component]
+fn SurfaceMenu(go: Callback<Surface>) -> impl IntoView {
+    let app = state::app();
+    let open = RwSignal::new(false);
+    const TOGGLE: &str = ".surface-menu-toggle";
+    const ITEMS: &str = ".surface-menu-list [role=menuitem]";
+    let close = move |focus_toggle: bool| {
+        if open.try_get_untracked() == Some(true) {
+            open.set(false);
+            if focus_toggle {
+                focus_later(TOGGLE.into());
+            }
+        }
+    };
+    let escape = window_event_listener(ev::keydown, move |e| {
+        if e.key() == "Escape" && open.try_get_untracked() == Some(true) {
+            e.prevent_default();
+            close(true);
+        }
+    });
+    let outside = window_event_listener(ev::click, move |e| {
+        let inside = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|el| el.closest(".surface-menu").ok().flatten())
+            .is_some();
+        if !inside {
+            close(false);
+        }
+    });
+    on_cleanup(move || {
+        escape.remove();
+        outside.remove();
+    });
+    // Opening focuses the current surface's entry; another way of switching closes the menu.
+    Effect::new(move |_| {
+        if open.get() {
+            focus_later(".surface-menu-list [aria-current=page]".into());
+        }
+    });
+    Effect::new(move |prev: Option<Surface>| {
+        let now = app.surface.get();
+        if prev.is_some_and(|p| p != now) {
+            close(false);
+        }
+        now
+    });
+    // Any tab's badge, summed, on the button (today only Delegation has one).
+    let badge = move || {
+        Surface::ALL
+            .into_iter()
+            .filter_map(|s| surface_badge(app, s))
+            .sum::<u64>()
+    };
+    let label = move || {
+        let current = app.surface.get().label();
+        match app.plans_pending.get() {
+            0 => format!("Surface: {current}"),
+            n => format!("Surface: {current}. Delegation: {n} waiting for approval"),
+        }
+    };
+    view! {
+        <div class="surface-menu">
+            <button class="surface-menu-toggle" aria-haspopup="menu"
+                aria-expanded=move || open.get().to_string() aria-label=label
+                on:click=move |_| open.update(|o| *o = !*o)>
+                <span class="surface-menu-current">{move || app.surface.get().label()}</span>
+                {move || (badge() > 0).then(|| view! { <span class="badge warn pending-plans">{badge()}</span> })}
+                <span class="caret" aria-hidden="true">"▾"</span>
+            </button>
+            <Show when=move || open.get()>
+                <div class="menu surface-menu-list" role="menu" aria-label="Surfaces"
+                    on:keydown=move |e| {
+                        if e.key() == "Tab" {
+                            close(false);
+                        } else {
+                            crate::widgets::menu_keys(&e, ITEMS);
+                        }
+                    }>
+                    {Surface::ALL.into_iter().map(|s| view! {
+                        <button role="menuitem" class="surface-menu-item" data-surface=s.label()
+                            aria-current=move || (app.surface.get() == s).then_some("page")
+                            on:click=move |_| {
+                                close(true);
+                                go.run(s);
+                            }>
+                            {s.label()}
+                            {move || surface_badge(app, s).map(|n| view! { <span class="badge warn pending-plans">{n}</span> })}
+                        </button>
+                    }).collect_view()}
+                </div>
+            </Show>
         </div>
     }
 }

@@ -27,6 +27,30 @@ pub enum Surface {
     Delegation,
 }
 
+impl Surface {
+    /// Every surface, in the top bar's order.
+    pub const ALL: [Surface; 6] = [
+        Surface::Presets,
+        Surface::Profiles,
+        Surface::Capabilities,
+        Surface::Payloads,
+        Surface::Session,
+        Surface::Delegation,
+    ];
+
+    /// The surface's name as its tab shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Surface::Presets => "Presets",
+            Surface::Profiles => "Profiles",
+            Surface::Capabilities => "Capabilities",
+            Surface::Payloads => "Payloads",
+            Surface::Session => "Session",
+            Surface::Delegation => "Delegation",
+        }
+    }
+}
+
 /// A watcher change of one resource: `(key, revision, origin)` (`origin` is `self` for the
 /// editor's own writes).
 pub type Change = (String, Option<String>, String);
@@ -934,6 +958,37 @@ pub fn live_failure(app: App, e: &ApiError) -> String {
         set_live(app, LiveView::default());
     }
     e.message.clone()
+}
+
+/// Validates the open draft as the server does (`POST /api/stacks/:selector/validate`) and
+/// says the result in the status line. The Validate button and the palette's Validate.
+pub fn validate_stack(app: App) {
+    let ed = app.editor;
+    let Some(selector) = ed
+        .loaded
+        .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()))
+    else {
+        return;
+    };
+    let body = json!({ "stack": ed.draft.get_untracked() });
+    spawn_local(async move {
+        let path = format!("/api/stacks/{}/validate", seg(&selector));
+        match api::post_as::<forge_core::api::Validation>(&path, &body).await {
+            Ok(v) => {
+                let (errors, warnings) = (v.errors, v.warnings);
+                let plural = crate::editor::plural;
+                app.say(
+                    format!(
+                        "Validation complete: {errors} error{}, {warnings} warning{}",
+                        plural(errors),
+                        plural(warnings)
+                    ),
+                    if errors > 0 { Tone::Error } else { Tone::Ok },
+                );
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
 }
 
 /// Activates `selector` in the live Pi session. Without one the server answers 503 and the

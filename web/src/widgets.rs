@@ -180,3 +180,43 @@ pub fn parse_json(text: &str, require_object: bool) -> Result<Option<Value>, Str
         Err(e) => Err(format!("Invalid JSON: {e}")),
     }
 }
+
+/// ↑/↓, Home and End move the focus between a popup menu's entries (`items`: a selector of
+/// every entry); ↓ on the last and ↑ on the first wrap around.
+pub fn menu_keys(e: &leptos::ev::KeyboardEvent, items: &str) {
+    use wasm_bindgen::JsCast;
+    let key = e.key();
+    if !matches!(key.as_str(), "ArrowDown" | "ArrowUp" | "Home" | "End") {
+        return;
+    }
+    e.prevent_default();
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Ok(list) = doc.query_selector_all(items) else {
+        return;
+    };
+    let items: Vec<web_sys::HtmlElement> = (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let active = doc.active_element();
+    let at = items.iter().position(|el| {
+        active
+            .as_ref()
+            .is_some_and(|a| a == el.as_ref() as &web_sys::Element)
+    });
+    let last = items.len() - 1;
+    let next = match (key.as_str(), at) {
+        ("Home", _) => 0,
+        ("End", _) => last,
+        ("ArrowDown", Some(i)) if i < last => i + 1,
+        ("ArrowDown", _) => 0,
+        ("ArrowUp", Some(i)) if i > 0 => i - 1,
+        _ => last,
+    };
+    let _ = items[next].focus();
+}
