@@ -652,6 +652,11 @@ fn a_trusted_projects_unattended_setting_runs_without_review_and_says_so() {
     let (_, runs) = ws.api("GET", "/api/agent/runs", "");
     let receipt = &runs["runs"][0]["approval"];
     assert_eq!(receipt["source"], "trusted-project-config");
+    let (_, profiles) = ws.api("GET", "/api/agent/profiles", "");
+    assert_eq!(
+        profiles["profiles"][0]["approval"],
+        "none (trusted project setting)"
+    );
     assert_eq!(receipt["required"], false);
     assert_eq!(receipt["viewedFullPrompt"], false);
 }

@@ -430,7 +430,8 @@ async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> A
 }
 
 /// `GET /api/agent/profiles` → `{ok, profiles: [{profileId, model, thinkingLevel, promptStack,
-/// ready, problem?}]}`: the profiles delegation may use (enabled in subagents.json).
+/// ready, approval, problem?}]}`: the profiles delegation may use (enabled in subagents.json);
+/// `approval` is `required`, or `none (trusted project setting)` in unattended mode.
 async fn profiles(State(state): State<AppState>) -> Response {
     let snapshot = state.ws.snapshot();
     let paths = paths(&state);
@@ -459,13 +460,16 @@ async fn profiles(State(state): State<AppState>) -> Response {
             Err(d) => d.first().map(|d| d.message.clone()),
         };
         let profile = &entry.parsed.profile;
+        // Unattended mode (a trusted project's allowAgentInvocationWithoutApproval) runs
+        // without a review; everything else needs a person's approval.
+        let unattended = check.as_ref().is_ok_and(|p| p.settings.unattended);
         out.push(json!({
             "profileId": key,
             "model": format!("{}/{}", profile.model.provider, profile.model.id),
             "thinkingLevel": profile.thinking_level.as_str(),
             "promptStack": profile.prompt_stack,
             "ready": problem.is_none(),
-            "approval": "required",
+            "approval": if unattended { "none (trusted project setting)" } else { "required" },
             "problem": problem,
         }));
     }
