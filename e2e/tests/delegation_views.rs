@@ -11,7 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
-use pi::delegation::{CHILD, PARENT, REVIEWER, SETTINGS};
+use pi::delegation::{parent_session_with, CHILD, PARENT, REVIEWER, SETTINGS};
 use pi::Workspace;
 use serde_json::{json, Value};
 use support::Browser;
@@ -66,16 +66,7 @@ fn card(run: &str, part: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_run_shows_its_answer()
 {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session_with(PARENT, SETTINGS);
 
     let browser = ws.browser().await;
     browser.click_text(".surface-tab", "Delegation").await;
@@ -390,16 +381,7 @@ async fn the_full_prompt_of_a_200_message_plan_shows_every_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_run_is_cancelled_from_the_runs_view() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session_with(PARENT, SETTINGS);
     ws.model.call_tool(
         "forge_subagent",
         json!({"profile": "reviewer", "task": "Review src/slow.rs", "background": true}),

@@ -6,7 +6,7 @@
 mod pi;
 mod support;
 
-use pi::delegation::{CHILD, PARENT, REVIEWER, SETTINGS};
+use pi::delegation::{parent_session_with, CHILD, PARENT, REVIEWER, SETTINGS};
 use pi::{message_texts, tool_names, Workspace};
 use serde_json::{json, Value};
 
@@ -331,17 +331,7 @@ fn a_stack_changed_on_disk_after_the_review_makes_the_approval_stale() {
 
 /// A parent Pi session in a project whose active Preset lets the model delegate to `reviewer`.
 fn parent_session() -> (Workspace, pi::Pi) {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
-    (ws, pi)
+    parent_session_with(PARENT, SETTINGS)
 }
 
 /// Approves a waiting plan (as listed by `GET /api/agent/plans`) through the editor's API.
@@ -621,19 +611,10 @@ fn a_background_run_answers_at_once_and_notifies_the_parent_when_done() {
 
 #[test]
 fn a_trusted_projects_unattended_setting_runs_without_review_and_says_so() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (
-            ".pi/forge/subagents.json",
-            r#"{ "allowAgentInvocationWithoutApproval": true, "profiles": { "project:reviewer": { "enabled": true } } }"#,
-        ),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session_with(
+        PARENT,
+        r#"{ "allowAgentInvocationWithoutApproval": true, "profiles": { "project:reviewer": { "enabled": true } } }"#,
+    );
     ws.model.call_tool(
         "forge_subagent",
         json!({"profile": "reviewer", "task": "Review src/e.rs"}),
@@ -688,19 +669,10 @@ fn status_of(runs: &[Value], run: &str) -> String {
 
 #[test]
 fn a_running_run_is_cancelled_from_the_browser_and_the_next_one_waits_for_its_slot() {
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", PARENT),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (
-            ".pi/forge/subagents.json",
-            r#"{ "maxConcurrentRuns": 1, "profiles": { "project:reviewer": { "enabled": true } } }"#,
-        ),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session_with(
+        PARENT,
+        r#"{ "maxConcurrentRuns": 1, "profiles": { "project:reviewer": { "enabled": true } } }"#,
+    );
     ws.model.call_tools(&[
         (
             "forge_subagent",
@@ -832,16 +804,7 @@ fn forge_subagent_result_reads_a_background_runs_verified_answer() {
         r#""allow": ["read", "forge_subagent", "forge_subagent_result"]"#,
     );
     assert_ne!(parent, PARENT);
-    let ws = Workspace::new(&[
-        (".pi/forge/prompt-stacks/child.json", CHILD),
-        (".pi/forge/prompt-stacks/parent.json", &parent),
-        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
-        (".pi/forge/subagents.json", SETTINGS),
-    ]);
-    let mut pi = ws.pi(&["--no-session"]);
-    pi.connected();
-    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
-    assert_eq!(status, 200);
+    let (ws, mut pi) = parent_session_with(&parent, SETTINGS);
     ws.model.call_tool(
         "forge_subagent",
         json!({"profile": "reviewer", "task": "Review src/f.rs", "background": true}),

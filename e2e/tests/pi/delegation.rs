@@ -41,3 +41,19 @@ pub const PARENT: &str = r#"{
   ]
 }
 "#;
+
+/// A parent Pi session in a project with the child, the `reviewer` profile, `settings` as its
+/// `subagents.json` and `parent` as the active Preset (which lets the model delegate).
+pub fn parent_session_with(parent: &str, settings: &str) -> (super::Workspace, super::Pi) {
+    let ws = super::Workspace::new(&[
+        (".pi/forge/prompt-stacks/child.json", CHILD),
+        (".pi/forge/prompt-stacks/parent.json", parent),
+        (".pi/forge/agent-profiles/reviewer.json", REVIEWER),
+        (".pi/forge/subagents.json", settings),
+    ]);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/parent/activate", "{}");
+    assert_eq!(status, 200);
+    (ws, pi)
+}
