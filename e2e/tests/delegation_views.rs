@@ -170,10 +170,13 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     browser.screenshot("delegation-plans").await;
 
     // The full prompt: the exact system prompt and every message, searchable.
+    // Two plan cards on screen: nothing serious for assistive technology (axe-core).
+    assert_eq!(browser.axe().await, Vec::<String>::new());
     browser.click(&card(&run_a, ".plan-view-full")).await;
     browser
         .wait_eq(".system-prompt-text", "You are CHILD REVIEWER.")
         .await;
+    assert_eq!(browser.axe().await, Vec::<String>::new());
     browser.wait_count(".prompt-message", 2).await;
     assert_eq!(
         texts(&browser, ".prompt-message .prompt-text").await,
@@ -313,6 +316,7 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     browser.screenshot("delegation-runs-390").await;
     browser.viewport(1280, 900).await;
     browser.screenshot("delegation-runs").await;
+    assert_eq!(browser.axe().await, Vec::<String>::new());
     assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
     pi.quit();

@@ -212,7 +212,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
         .await;
     press(&browser, &Key::Enter.to_string()).await;
     browser
-        .wait_css(".item-row[data-index='27'][aria-selected='true']")
+        .wait_css(".item-row[data-index='27'][aria-current='true']")
         .await;
     browser
         .wait_js(
@@ -222,7 +222,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
         )
         .await;
     assert!(browser.in_viewport(".item-row[data-index='27']").await);
-    assert_eq!(browser.count(".item-row[aria-selected='true']").await, 1);
+    assert_eq!(browser.count(".item-row[aria-current='true']").await, 1);
 
     // Validate runs the same validation as the button and says so in the status line.
     ctrl_k(&browser).await;

@@ -591,6 +591,6 @@ fn forge_commands_apply_a_profile_switch_presets_and_report_status() {
     );
     assert_eq!(
         pi.command("/forge bogus"),
-        "usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result"
+        "usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result|cancel"
     );
 }

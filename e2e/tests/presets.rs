@@ -1409,7 +1409,7 @@ async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
     assert_eq!(
         browser
             .js(
-                "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+                "return document.querySelector('.item-row[aria-current=true]').dataset.index;",
                 vec![]
             )
             .await,
@@ -1421,7 +1421,7 @@ async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
     browser
         .wait_js(
             "selection moves",
-            "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+            "return document.querySelector('.item-row[aria-current=true]').dataset.index;",
             json!("2"),
         )
         .await;
@@ -1467,7 +1467,7 @@ async fn items_reorder_with_the_keyboard_and_with_drag_and_drop() {
     assert_eq!(
         browser
             .js(
-                "return document.querySelector('.item-row[aria-selected=true]').dataset.index;",
+                "return document.querySelector('.item-row[aria-current=true]').dataset.index;",
                 vec![]
             )
             .await,

@@ -61,7 +61,7 @@ async fn a_broken_template_is_an_error_that_blocks_save_and_links_to_the_item() 
     browser.tab("Policy").await;
     browser.click(".diagnostics .jump").await;
     browser
-        .wait_css(".item-row[data-index='0'][aria-selected='true']")
+        .wait_css(".item-row[data-index='0'][aria-current='true']")
         .await;
 
     // Fixed: no problems, Save is back.

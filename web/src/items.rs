@@ -117,7 +117,7 @@ pub fn ItemsTab() -> impl IntoView {
                     <button class="add-block" on:click=move |_| add_item(ed, "block")>"+ Block"</button>
                     <button class="add-slot" on:click=move |_| add_item(ed, "slot")>"+ Slot"</button>
                 </div>
-                <ol class="item-list" role="listbox" aria-label="Items (Alt+↑/↓ moves the focused item)">
+                <ol class="item-list" aria-label="Items (Alt+↑/↓ moves the focused item)">
                     <For each=move || 0..count.get() key=|i| *i let:i>
                         <ItemRow i dragging drop_at count/>
                     </For>
@@ -223,8 +223,8 @@ fn ItemRow(
         focus_later(format!(".item-row[data-index='{j}']"));
     };
     view! {
-        <li class="item-row" role="option" tabindex="0" draggable="true" data-index=i
-            aria-selected=move || selected().to_string()
+        <li class="item-row" tabindex="0" draggable="true" data-index=i
+            aria-current=move || selected().to_string()
             class:selected=selected
             class:disabled=move || !enabled()
             class:drop-target=move || drop_at.get() == Some(i) && dragging.get() != Some(i)
@@ -369,7 +369,7 @@ fn SlotEditor(i: usize) -> impl IntoView {
                 </div>
             </div>
             {move || if json_view.get() || has_buffer() {
-                json_field(ed, key.clone(), format!("/items/{i}/options"), "slot-options-json", 8, true).into_any()
+                json_field(ed, key.clone(), format!("/items/{i}/options"), "slot-options-json", "Slot options (JSON)", 8, true).into_any()
             } else {
                 // Keyed by the slot: choosing another slot builds that slot's form.
                 view! {

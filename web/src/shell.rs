@@ -161,14 +161,12 @@ pub fn Shell() -> impl IntoView {
                         on:click=move |_| go(Surface::Session)>"Session"</button>
                     <button class="surface-tab delegation-surface-tab" class:current=move || app.surface.get() == Surface::Delegation
                         aria-pressed=move || (app.surface.get() == Surface::Delegation).to_string()
-                        aria-label={move || match app.plans_pending.get() {
-                            0 => "Delegation".to_string(),
-                            n => format!("Delegation, {n} waiting for approval"),
-                        }}
                         on:click=move |_| go(Surface::Delegation)>
                         "Delegation"
+                        // The name read out is the visible text plus what the count means.
                         {move || (app.plans_pending.get() > 0).then(|| view! {
                             <span class="badge warn pending-plans">{app.plans_pending.get()}</span>
+                            <span class="sr-only">" waiting for approval"</span>
                         })}
                     </button>
                 </nav>
@@ -296,20 +294,18 @@ fn SurfaceMenu(go: Callback<Surface>) -> impl IntoView {
             .filter_map(|s| surface_badge(app, s))
             .sum::<u64>()
     };
-    let label = move || {
-        let current = app.surface.get().label();
-        match app.plans_pending.get() {
-            0 => format!("Surface: {current}"),
-            n => format!("Surface: {current}. Delegation: {n} waiting for approval"),
-        }
-    };
+
     view! {
         <div class="surface-menu">
             <button class="surface-menu-toggle" aria-haspopup="menu"
-                aria-expanded=move || open.get().to_string() aria-label=label
+                aria-expanded=move || open.get().to_string()
                 on:click=move |_| open.update(|o| *o = !*o)>
+                <span class="sr-only">"Surface: "</span>
                 <span class="surface-menu-current">{move || app.surface.get().label()}</span>
-                {move || (badge() > 0).then(|| view! { <span class="badge warn pending-plans">{badge()}</span> })}
+                {move || (badge() > 0).then(|| view! {
+                    <span class="badge warn pending-plans">{badge()}</span>
+                    <span class="sr-only">" waiting for approval in Delegation"</span>
+                })}
                 <span class="caret" aria-hidden="true">"▾"</span>
             </button>
             <Show when=move || open.get()>

@@ -216,11 +216,20 @@ fn ParamRow(member: &'static str, idx: usize, name: String) -> impl IntoView {
         }
     };
     let value_editor = if member == "parameters" {
-        json_field(ed, value_key, value_path, "param-value", 2, false).into_any()
+        json_field(
+            ed,
+            value_key,
+            value_path,
+            "param-value",
+            "Value (JSON)",
+            2,
+            false,
+        )
+        .into_any()
     } else {
         let read = value_path.clone();
         view! {
-            <input type="text" name="param-value"
+            <input type="text" name="param-value" aria-label="Value"
                 prop:value=move || ed.draft.with(|d| jp::get_str(d, &read))
                 on:input=move |e| ed.set(&value_path, Some(Value::String(event_target_value(&e))))/>
         }
@@ -321,7 +330,7 @@ pub fn JsonTab() -> impl IntoView {
     view! {
         <div class="json-tab">
             <p class="help">"The Preset exactly as it will be saved, unknown fields included. Edit it, then apply it to the editor; nothing is saved until you Save."</p>
-            <textarea name="stack-json" rows="24" spellcheck="false" class:invalid=move || error.with(Option::is_some)
+            <textarea name="stack-json" aria-label="The Preset as JSON" rows="24" spellcheck="false" class:invalid=move || error.with(Option::is_some)
                 prop:value=text on:input=move |e| ed.json_scratch.set(Some(event_target_value(&e)))></textarea>
             {move || ed.json_pending().then(|| view! {
                 <p class="field-note unapplied">"Edited here and not applied yet: Save does not include this text."</p>

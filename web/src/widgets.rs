@@ -121,6 +121,7 @@ pub fn json_field(
     key: String,
     path: String,
     name: &'static str,
+    label: &'static str,
     rows: u32,
     require_object: bool,
 ) -> impl IntoView {
@@ -146,7 +147,7 @@ pub fn json_field(
     let error = move || ed.buffers.with(|b| b.get(&key_err).map(|(_, e)| e.clone()));
     view! {
         <div class="json-field">
-            <textarea name=name rows=rows spellcheck="false" class:invalid={ let er = error.clone(); move || er().is_some() }
+            <textarea name=name aria-label=label rows=rows spellcheck="false" class:invalid={ let er = error.clone(); move || er().is_some() }
                 prop:value=text
                 on:input=move |e| {
                     let t = event_target_value(&e);

@@ -456,6 +456,35 @@ impl Browser {
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
+    /// The serious and critical accessibility problems axe-core (pinned in tools/package.json,
+    /// installed by `cargo xtask setup`) finds in the page as it is now, one line each:
+    /// `rule: help (first elements)`.
+    pub async fn axe(&self) -> Vec<String> {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{} is missing ({e}): run `cargo xtask setup` (it installs tools/ with npm ci)",
+                path.display()
+            )
+        });
+        self.js(&format!("{source}\nreturn typeof axe;"), vec![])
+            .await;
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, {resultTypes: ['violations']}).then(r => done(
+                   r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+                     .map(v => v.id + ': ' + v.help + ' (' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ') + ')')
+                 ), e => done(['axe failed: ' + e]));",
+                vec![],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("axe-core did not run: {e}"));
+        serde_json::from_value(found).unwrap_or_default()
+    }
+
     /// Polls `script` (which returns a value) until it equals `want`, or panics after 10 s
     /// with the last value seen.
     pub async fn wait_js(&self, what: &str, script: &str, want: serde_json::Value) {
