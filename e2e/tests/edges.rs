@@ -490,7 +490,7 @@ async fn a_stack_of_200_long_items_opens_edits_and_saves() {
     wait_attr(
         &browser,
         ".item-row[data-index='199']",
-        "aria-selected",
+        "aria-current",
         "true",
     )
     .await;
