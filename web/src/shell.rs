@@ -300,8 +300,8 @@ fn SurfaceMenu(go: Callback<Surface>) -> impl IntoView {
             <button class="surface-menu-toggle" aria-haspopup="menu"
                 aria-expanded=move || open.get().to_string()
                 on:click=move |_| open.update(|o| *o = !*o)>
-                <span class="sr-only">"Surface: "</span>
                 <span class="surface-menu-current">{move || app.surface.get().label()}</span>
+                <span class="sr-only">" (surfaces menu)"</span>
                 {move || (badge() > 0).then(|| view! {
                     <span class="badge warn pending-plans">{badge()}</span>
                     <span class="sr-only">" waiting for approval in Delegation"</span>
