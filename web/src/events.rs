@@ -32,7 +32,15 @@ fn origin_text(origin: &Origin) -> &'static str {
     }
 }
 
+thread_local! {
+    /// The app's one event stream; a reconnect (after a lost session) closes the old one first.
+    static STREAM: std::cell::RefCell<Option<EventSource>> = const { std::cell::RefCell::new(None) };
+}
+
 pub fn connect(app: App) {
+    if let Some(old) = STREAM.with(|s| s.borrow_mut().take()) {
+        old.close();
+    }
     let Ok(source) = EventSource::new("/api/events") else {
         return;
     };
@@ -150,5 +158,5 @@ pub fn connect(app: App) {
     on_payloads.forget();
     on_capability_state.forget();
     on_agent.forget();
-    std::mem::forget(source);
+    STREAM.with(|s| *s.borrow_mut() = Some(source));
 }
