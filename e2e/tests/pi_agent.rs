@@ -22,6 +22,17 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
 }
 
+/// The command lines of the running processes that name `path` (a run's folder).
+fn processes_naming(path: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(path))
+        .collect()
+}
+
 fn folder_has_transcript(ws: &Workspace, run_id: &str) -> bool {
     let path = ws
         .project()
@@ -276,14 +287,7 @@ fn a_timed_out_run_is_reported_and_leaves_no_process() {
     assert_eq!(runs[0]["status"], "timed-out");
     // No process of the child is left: none has the run's folder on its command line.
     let folder = ws.project().join(".pi/forge/runs").display().to_string();
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&folder))
-        .collect();
-    assert_eq!(left, Vec::<String>::new());
+    assert_eq!(processes_naming(&folder), Vec::<String>::new());
 }
 
 #[test]
@@ -734,14 +738,7 @@ fn a_running_run_is_cancelled_from_the_browser_and_the_next_one_waits_for_its_sl
         .join(slow_run.replace(':', "-"))
         .display()
         .to_string();
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&folder))
-        .collect();
-    assert_eq!(left, Vec::<String>::new());
+    assert_eq!(processes_naming(&folder), Vec::<String>::new());
     // Cancelling again: it already ended.
     let (status, body) = ws.api("POST", &format!("/api/agent/runs/{slow_run}/cancel"), "{}");
     assert_eq!(status, 409, "{body}");
