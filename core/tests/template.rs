@@ -1275,6 +1275,23 @@ fn piece() -> impl Strategy<Value = String> {
     ]
 }
 
+/// The text of one highlighted line: tags removed, the three entities decoded.
+fn strip_html(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in line.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
 fn template_text() -> impl Strategy<Value = String> {
     prop::collection::vec(piece(), 0..40).prop_map(|parts| parts.concat())
 }
@@ -1311,6 +1328,30 @@ proptest! {
             Ok(out) => prop_assert!(utf16_len(&out) <= OUTPUT_LIMIT),
             Err(e) => prop_assert!(!e.is_empty()),
         }
+    }
+
+    /// The editor's highlighting never panics, keeps every character exactly once (the lines'
+    /// text is the text), its tokens are ordered and disjoint, every tag the parser accepts is a
+    /// closed tag of the lexer, and completion, hover and tag matching never panic at any caret.
+    #[test]
+    fn editor_assist_keeps_the_text(text in template_text(), caret in 0usize..400) {
+        use forge_core::template::assist;
+        let caret = (0..=caret.min(text.len())).rev().find(|&b| text.is_char_boundary(b)).unwrap_or(0);
+        let h = assist::highlight(&text, Some(caret));
+        let plain: Vec<String> = h.lines.iter().map(|l| strip_html(l)).collect();
+        prop_assert_eq!(plain.join("\n"), text.clone());
+        let mut previous_end = 0;
+        for token in &h.lexed.tokens {
+            prop_assert!(token.start >= previous_end && token.end > token.start);
+            previous_end = token.end;
+        }
+        if parse(&text).is_ok() {
+            prop_assert!(h.lexed.tags.iter().all(|t| t.closed));
+        }
+        let scope = fuzz_scope();
+        let _ = assist::complete(&text, &h.lexed, caret, &scope);
+        let _ = assist::hover(&text, &h.lexed, caret, &scope);
+        let _ = assist::matching(&h.lexed, caret);
     }
 
     /// Text without openers renders to itself.

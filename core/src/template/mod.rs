@@ -73,6 +73,7 @@
 //! for minutes with `PROPTEST_CASES=500000 cargo test -p forge-core --release --test template
 //! -- never_panics`.
 
+pub mod assist;
 mod macros;
 mod parse;
 mod render;
@@ -81,7 +82,9 @@ use serde_json::Value;
 
 pub use macros::{extension_dependency, is_macro_name, Macro, MacroContext, MacroRegistry};
 pub use parse::Template;
-pub use render::{escape_xml, is_truthy, value_to_string, RenderError, RenderErrorKind, FILTERS};
+pub use render::{
+    escape_xml, is_truthy, lookup_plain, value_to_string, RenderError, RenderErrorKind, FILTERS,
+};
 
 /// Maximum rendered length of one block, in UTF-16 code units.
 pub const OUTPUT_LIMIT: usize = 100_000;

@@ -117,7 +117,7 @@ pub(crate) fn parse_path(raw: &str) -> Option<Vec<String>> {
 
 /// Remembers where the next occurrence of a needle is, so scanning a long template with many
 /// tags stays linear (the original searched from scratch for both openers at every tag).
-struct Finder {
+pub(crate) struct Finder {
     needle: &'static str,
     searched_from: usize,
     found: Option<usize>,
@@ -125,7 +125,7 @@ struct Finder {
 }
 
 impl Finder {
-    fn new(needle: &'static str) -> Self {
+    pub(crate) fn new(needle: &'static str) -> Self {
         Finder {
             needle,
             searched_from: 0,
@@ -135,7 +135,7 @@ impl Finder {
     }
 
     /// The first occurrence at or after `at` (a char boundary).
-    fn find(&mut self, source: &str, at: usize) -> Option<usize> {
+    pub(crate) fn find(&mut self, source: &str, at: usize) -> Option<usize> {
         let reusable = self.valid
             && self.searched_from <= at
             && self.found.is_none_or(|position| position >= at);
@@ -337,7 +337,7 @@ fn comparison<'a>(raw: &'a str, op: &str) -> Option<(&'a str, String)> {
 
 /// A literal wrapped in matching `"` or `'`; unescapes `\"`, then `\'`, then `\\`, each pass over
 /// the result of the previous one.
-fn quoted_literal(value: &str) -> Option<String> {
+pub(crate) fn quoted_literal(value: &str) -> Option<String> {
     let quote = value.chars().next()?;
     if quote != '"' && quote != '\'' {
         return None;

@@ -198,6 +198,28 @@ fn walk<'v>(mut cursor: &'v Value, rest: &[String]) -> Option<&'v Value> {
     Some(cursor)
 }
 
+/// The value `path` has in `scope` without running macros: `runtime.*` and `parameters.*` walk
+/// their objects, a bare name is a parameter or a runtime alias; `extensions.*` (and any other
+/// unrooted path) is `None`, since only the compiler resolves macros. Used by the editor to show
+/// a path's current value.
+pub fn lookup_plain(scope: &Scope, path: &[String]) -> Option<Value> {
+    let (first, rest) = path.split_first()?;
+    match first.as_str() {
+        "runtime" => return walk(&scope.runtime, rest).cloned(),
+        "parameters" => return walk(&scope.parameters, rest).cloned(),
+        "extensions" => return None,
+        _ => {}
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    if let Some(value) = scope.parameters.as_object().and_then(|p| p.get(first)) {
+        return Some(value.clone());
+    }
+    let field = runtime_alias(first)?;
+    scope.runtime.as_object()?.get(field).cloned()
+}
+
 /// The undefined-path error. A bare runtime alias reports the runtime path it stands for (it
 /// is only undefined when the scope lacks that runtime field).
 fn undefined(path: &[String]) -> RenderError {
