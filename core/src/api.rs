@@ -253,6 +253,10 @@ pub struct StackPreview {
     pub preview: Preview,
     /// The compiler's whole output (`compile::Compiled`).
     pub compiled: Value,
+    /// What the system prompt's templates saw: `{runtime: {...}, parameters: {...}}` (the
+    /// template editor shows a path's value and completes `runtime.*` from it).
+    #[serde(default)]
+    pub template_env: Value,
 }
 
 /// `POST /api/reload` → `{ok, generation, changed, activeId}`.

@@ -294,6 +294,7 @@ const BENCHMARKS: &[&str] = &[
     "compile",
     "fingerprint",
     "delegation",
+    "template",
     "server",
     "bridge",
 ];
@@ -318,6 +319,9 @@ pub fn run(stacks: usize, only: &[String]) -> Result<()> {
     }
     if wanted("delegation") {
         report.insert("delegationPlan".into(), bench_delegation()?);
+    }
+    if wanted("template") {
+        report.insert("templateEditor".into(), bench_template_editor());
     }
     if wanted("server") {
         report.insert(
@@ -477,6 +481,64 @@ fn bench_workspace(stacks: usize) -> Result<Value> {
         "bestMs": ms(best),
         "targetMs": 1000,
     }))
+}
+
+/// A forge-v1 template of at least `bytes` bytes: prose lines with outputs, filters and
+/// conditionals, as a long hand-written block would have them.
+pub(crate) fn long_template(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 200);
+    let mut n = 0;
+    while text.len() < bytes {
+        n += 1;
+        match n % 4 {
+            0 => text.push_str(&format!(
+                "{{% if runtime.tool.read %}}Rule {n}: read files before you edit them; quote what you read.{{% else %}}Rule {n}: ask for the file.{{% endif %}}\n"
+            )),
+            1 => text.push_str(&format!(
+                "Step {n}. Work in {{{{ runtime.cwd }}}} on {{{{ date }}}}; the user wrote {{{{ lastUserMessage | trim | xml }}}}.\n"
+            )),
+            2 => text.push_str(&format!(
+                "Line {n} of plain guidance: keep answers short, name the files you touched, and never invent output.\n"
+            )),
+            _ => text.push_str(&format!(
+                "{{% if parameters.strict == \"yes\" %}}Be strict ({n}).{{% endif %}} Tools: {{{{ selectedTools }}}}\n"
+            )),
+        }
+    }
+    text
+}
+
+/// The template editor's work per keystroke (`--only template`): a character typed at one of
+/// 200 places spread over a 100 KB template, then lex + analyze + the HTML of every line with
+/// the caret's matching tags ([`forge_core::template::assist::highlight`]), as the browser runs
+/// it (there in wasm; `cargo xtask bench --only web` times the browser end to end).
+fn bench_template_editor() -> Value {
+    use forge_core::template::assist::highlight;
+    let mut text = long_template(100 * 1024);
+    let bytes = text.len();
+    let lines = text.lines().count();
+    let mut samples = Vec::with_capacity(200);
+    for i in 0..200 {
+        let mut at = (text.len() / 200) * i;
+        while !text.is_char_boundary(at) {
+            at += 1;
+        }
+        text.insert(at, 'x');
+        let start = Instant::now();
+        let out = highlight(std::hint::black_box(&text), Some(at + 1));
+        samples.push(start.elapsed());
+        std::hint::black_box(out);
+    }
+    let mut sorted = samples.clone();
+    json!({
+        "templateBytes": bytes,
+        "lines": lines,
+        "keystrokes": samples.len(),
+        "highlightMedianMs": ms(median(samples)),
+        "highlightP99Ms": ms(percentile(&mut sorted, 0.99)),
+        "highlightMaxMs": ms(*sorted.last().unwrap_or(&Duration::ZERO)),
+        "targetMs": 16.0,
+    })
 }
 
 fn bench_fingerprint() -> Value {

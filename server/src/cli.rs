@@ -212,7 +212,8 @@ run did not complete (or its answer no longer matches its record); 2 usage error
         /// Number of generated stacks for the load benchmark.
         #[arg(long, default_value_t = 10_000)]
         stacks: usize,
-        /// Run only these benchmarks (comma-separated: workspace, compile, fingerprint, server).
+        /// Run only these benchmarks (comma-separated: workspace, compile, fingerprint, delegation,
+        /// template, server, bridge).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Print JSON (the default; kept for symmetry).

@@ -659,6 +659,17 @@ fn stacks_list_read_export_validate_preview_activate() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["compiled"]["selectedTools"], json!(["bash"]));
     assert!(body["text"].as_str().unwrap().contains("Draft text."));
+    // What the templates saw: the draft's tools and slots, the stand-in runtime's facts.
+    let env = &body["templateEnv"];
+    assert_eq!(env["parameters"], json!({}));
+    assert_eq!(env["runtime"]["selectedTools"], json!(["bash"]));
+    assert_eq!(env["runtime"]["tool"], json!({"bash": true}));
+    assert_eq!(env["runtime"]["slot"], json!({"chat-history": true}));
+    assert_eq!(env["runtime"]["lastUserMessage"], "hello");
+    assert_eq!(
+        env["runtime"]["cwd"],
+        f.dirs.project().display().to_string()
+    );
     assert_eq!(body["preview"]["messages"].as_array().unwrap().len(), 1);
     // An unsaved stack can be previewed as a draft; without a draft it is 404.
     let (status, _, body) = f.send(

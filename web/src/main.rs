@@ -30,6 +30,7 @@ mod session_text;
 mod shell;
 mod stack_tab;
 mod state;
+mod template_editor;
 mod toolpicker;
 mod undo;
 mod widgets;

@@ -386,10 +386,11 @@ async fn preview(
         let macros = MacroRegistry::new();
         let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
         input.stack_key = Some(label.clone());
-        let compiled = compile::compile(&input);
+        let (compiled, template_env) = compile::compile_with_env(&input);
         let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
         let text = compile::preview_text(&preview);
         serde_json::to_value(&compiled).map(|compiled| StackPreview {
+            template_env,
             ok: true,
             stack_id: label,
             live_host: runtime.live,

@@ -1,0 +1,620 @@
+//! The template editor of a block's content: a native textarea (typing, selection, undo, IME
+//! and screen readers stay the browser's) over a highlighted copy of its text, with line
+//! numbers, the tags that belong to the caret's tag marked, template errors underlined where
+//! they are and listed with their line and column, completion (`runtime.*`, `parameters.*`,
+//! filters, statements) and the value of the path under the pointer or the caret.
+//!
+//! Everything about the text comes from forge-core's `template::assist` (lexer, analysis,
+//! completion, hover, the HTML of each line). Per keystroke the editor re-lexes the whole text
+//! and then touches only the lines that changed: the previous lines' HTML is kept, and the
+//! common prefix and suffix are left in the DOM.
+//!
+//! The values come from the preview environment: the server's `templateEnv` of the draft
+//! (fetched when the editor gets the focus and after typing pauses), with the draft's own
+//! parameters.
+
+use std::time::Duration;
+
+use forge_core::template::assist::{self, Completion, Lexed};
+use forge_core::template::Scope;
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{json, Value};
+use wasm_bindgen::JsCast;
+
+use crate::api::{self, seg};
+use crate::jp;
+use crate::state::{app, StackEditor};
+
+/// What the editor remembers between keystrokes (not reactive).
+#[derive(Default)]
+struct Painted {
+    /// The HTML of every line now in the highlight layer.
+    lines: Vec<String>,
+    lexed: Lexed,
+    /// The text the layer shows.
+    text: String,
+    /// UTF-16 offset of each line's start.
+    line_starts: Vec<usize>,
+}
+
+/// The completion list on screen: the completion, the chosen entry, where it is drawn.
+#[derive(Clone, PartialEq)]
+struct Popup {
+    completion: Completion,
+    chosen: usize,
+    left: f64,
+    top: f64,
+}
+
+fn document() -> Option<web_sys::Document> {
+    web_sys::window().and_then(|w| w.document())
+}
+
+/// The editor for the content of item `i` (a forge-v1 template).
+#[component]
+pub fn TemplateEditor(i: usize) -> impl IntoView {
+    let ed = app().editor;
+    let path = format!("/items/{i}/content");
+    let area_id = format!("item-content-{i}");
+    let list_id = format!("tpl-complete-{i}");
+    let errors_id = format!("tpl-errors-{i}");
+    let status_id = format!("tpl-status-{i}");
+
+    let area: NodeRef<html::Textarea> = NodeRef::new();
+    let layer: NodeRef<html::Pre> = NodeRef::new();
+    let painted: StoredValue<Painted> = StoredValue::new(Painted::default());
+    // The caret (UTF-16) while the textarea has the focus.
+    let caret: RwSignal<Option<usize>> = RwSignal::new(None);
+    let focused = RwSignal::new(false);
+    // Ctrl+Space: paint again at the same caret, with completions.
+    let nudge = RwSignal::new(0u64);
+    let errors: RwSignal<Vec<assist::LocatedError>> = RwSignal::new(Vec::new());
+    let popup: RwSignal<Option<Popup>> = RwSignal::new(None);
+    // Set by typing inside a tag (or Ctrl+Space): the next paint offers completions.
+    let wants_completion = StoredValue::new(false);
+    // Set while an accepted completion is inserted: that input opens no list.
+    let accepting = StoredValue::new(false);
+    let hover_text: RwSignal<Option<(String, f64, f64)>> = RwSignal::new(None);
+    let caret_info: RwSignal<String> = RwSignal::new(String::new());
+    let env: RwSignal<Option<Value>> = RwSignal::new(None);
+    let env_seq = StoredValue::new(0u64);
+
+    let read_path = path.clone();
+    let text = move || ed.draft.with(|d| jp::get_str(d, &read_path));
+
+    // The scope completion and hover use: the preview's runtime, the draft's parameters.
+    let scope = move || {
+        let runtime = env
+            .with_untracked(|e| e.as_ref().and_then(|e| e.get("runtime").cloned()))
+            .unwrap_or_else(|| json!({}));
+        let parameters = ed
+            .draft
+            .with_untracked(|d| jp::get(d, "/parameters").cloned())
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        Scope::new(runtime, parameters)
+    };
+
+    // Paint: the text or the caret changed.
+    let paint_text = text.clone();
+    Effect::new(move |_| {
+        let text = paint_text();
+        let at = caret.get();
+        nudge.track();
+        let Some(layer) = layer.get() else {
+            return;
+        };
+        let byte_caret = at.map(|u| assist::byte_offset(&text, u));
+        let highlighted = assist::highlight(&text, byte_caret);
+        painted.update_value(|p| {
+            patch_lines(&layer, &p.lines, &highlighted.lines);
+            p.lines = highlighted.lines;
+            p.lexed = highlighted.lexed;
+            p.line_starts = line_starts(&text);
+            p.text = text;
+        });
+        if let Some(area) = area.get_untracked() {
+            layer.set_scroll_top(area.scroll_top());
+        }
+        if errors.with_untracked(|e| *e != highlighted.errors) {
+            errors.set(highlighted.errors);
+        }
+        // The caret's place and the value of the path it is in.
+        let info = at
+            .map(|u| {
+                painted.with_value(|p| {
+                    let line = p.line_starts.partition_point(|&s| s <= u).max(1);
+                    let column = u - p.line_starts[line - 1] + 1;
+                    let place = format!("Line {line}, column {column}");
+                    let b = assist::byte_offset(&p.text, u);
+                    match assist::hover(&p.text, &p.lexed, b, &scope()) {
+                        Some(h) => format!("{place} · {}", h.describe()),
+                        None => place,
+                    }
+                })
+            })
+            .unwrap_or_default();
+        if caret_info.with_untracked(|c| *c != info) {
+            caret_info.set(info);
+        }
+        if wants_completion.get_value() {
+            wants_completion.set_value(false);
+            show_completion(&layer, painted, at, scope(), popup);
+        } else if popup.with_untracked(Option::is_some) {
+            // The caret moved: keep the list only while it still completes the same word.
+            let still = at.is_some_and(|u| {
+                painted.with_value(|p| {
+                    let b = assist::byte_offset(&p.text, u);
+                    popup.with_untracked(|pp| {
+                        pp.as_ref()
+                            .is_some_and(|pp| b >= pp.completion.from && b <= pp.completion.to)
+                    })
+                })
+            });
+            if !still {
+                popup.set(None);
+            }
+        }
+    });
+
+    // The preview environment: at once when the editor appears, then after each pause in
+    // typing while it has the focus.
+    let env_text = text.clone();
+    Effect::new(move |_| {
+        let _ = env_text();
+        if !focused.get() && env.with_untracked(Option::is_some) {
+            return;
+        }
+        let Some(sel) = ed
+            .loaded
+            .with_untracked(|l| l.as_ref().map(|l| l.selector.clone()))
+        else {
+            return;
+        };
+        let my = env_seq.get_value() + 1;
+        env_seq.set_value(my);
+        let delay = if env.with_untracked(Option::is_none) {
+            0
+        } else {
+            400
+        };
+        set_timeout(
+            move || {
+                if env_seq.get_value() != my {
+                    return;
+                }
+                let draft = ed.draft.get_untracked();
+                spawn_local(async move {
+                    let path = format!("/api/stacks/{}/preview", seg(&sel));
+                    let result = api::post_as::<forge_core::api::StackPreview>(
+                        &path,
+                        &json!({ "stack": draft }),
+                    )
+                    .await;
+                    if env_seq.get_value() == my {
+                        if let Ok(preview) = result {
+                            env.set(Some(preview.template_env));
+                        }
+                    }
+                });
+            },
+            Duration::from_millis(delay),
+        );
+    });
+
+    let set_path = path.clone();
+    let sync_caret = move || {
+        if let Some(area) = area.get_untracked() {
+            let at = area.selection_start().ok().flatten().map(|u| u as usize);
+            if caret.get_untracked() != at {
+                caret.set(at);
+            }
+        }
+    };
+    let on_input = move |e: leptos::ev::Event| {
+        let value = event_target_value(&e);
+        // Typing (not deleting) inside a tag offers completions.
+        let typed = e
+            .dyn_ref::<web_sys::InputEvent>()
+            .map(|ie| ie.input_type() == "insertText")
+            .unwrap_or(false);
+        wants_completion
+            .set_value(!accepting.get_value() && (typed || popup.with_untracked(Option::is_some)));
+        ed.set(&set_path, Some(Value::String(value)));
+        sync_caret();
+    };
+    let accept = move |index: usize| {
+        let Some(p) = popup.get_untracked() else {
+            return;
+        };
+        let Some(item) = p.completion.items.get(index) else {
+            return;
+        };
+        let Some(el) = area.get_untracked() else {
+            return;
+        };
+        let (from, to) = painted.with_value(|pt| {
+            (
+                assist::utf16_offset(&pt.text, p.completion.from),
+                assist::utf16_offset(&pt.text, p.completion.to),
+            )
+        });
+        popup.set(None);
+        let _ = el.focus();
+        let _ = el.set_selection_range(from as u32, to as u32);
+        accepting.set_value(true);
+        insert_text(&el, &item.insert);
+        accepting.set_value(false);
+    };
+    let on_keydown = move |e: leptos::ev::KeyboardEvent| {
+        let key = e.key();
+        if (e.ctrl_key() || e.meta_key()) && key == " " {
+            e.prevent_default();
+            wants_completion.set_value(true);
+            sync_caret();
+            nudge.update(|n| *n += 1);
+            return;
+        }
+        let Some(p) = popup.get_untracked() else {
+            return;
+        };
+        let n = p.completion.items.len();
+        match key.as_str() {
+            "ArrowDown" | "ArrowUp" => {
+                e.prevent_default();
+                let chosen = if key == "ArrowDown" {
+                    (p.chosen + 1) % n
+                } else {
+                    (p.chosen + n - 1) % n
+                };
+                popup.set(Some(Popup { chosen, ..p }));
+            }
+            "Enter" | "Tab" => {
+                e.prevent_default();
+                accept(p.chosen);
+            }
+            "Escape" => {
+                e.prevent_default();
+                e.stop_propagation();
+                popup.set(None);
+            }
+            _ => {}
+        }
+    };
+    // Hover: the offset under the pointer, read from the highlight layer.
+    let hover_frame = StoredValue::new(false);
+    let on_mousemove = move |e: leptos::ev::MouseEvent| {
+        if hover_frame.get_value() {
+            return;
+        }
+        hover_frame.set_value(true);
+        let (x, y) = (e.client_x() as f64, e.client_y() as f64);
+        request_animation_frame(move || {
+            hover_frame.set_value(false);
+            let (Some(el), Some(layer)) = (area.get_untracked(), layer.get_untracked()) else {
+                return;
+            };
+            let found = offset_at_point(&el, &layer, painted, x, y).and_then(|u| {
+                painted.with_value(|p| {
+                    let b = assist::byte_offset(&p.text, u);
+                    assist::hover(&p.text, &p.lexed, b, &scope())
+                })
+            });
+            let body = layer.parent_element();
+            let shown = found.zip(body).map(|(h, body)| {
+                let r = body.get_bounding_client_rect();
+                (h.describe(), x - r.left(), y - r.top() + 18.0)
+            });
+            if hover_text.with_untracked(|h| *h != shown) {
+                hover_text.set(shown);
+            }
+        });
+    };
+
+    let goto = move |span: forge_core::template::Span| {
+        if let Some(el) = area.get_untracked() {
+            let _ = el.focus();
+            let _ = el.set_selection_range(span.start as u32, span.end.max(span.start) as u32);
+            sync_caret();
+        }
+    };
+
+    let invalid = move || errors.with(|e| !e.is_empty());
+    let active = {
+        let list_id = list_id.clone();
+        move || {
+            popup.with(|p| {
+                p.as_ref()
+                    .map(|p| format!("{list_id}-{}", p.chosen))
+                    .unwrap_or_default()
+            })
+        }
+    };
+    let described = format!("{status_id} {errors_id}");
+    let list_id_view = list_id.clone();
+    let list_id_attr = list_id.clone();
+    view! {
+        <div class="field wide tpl">
+            <label class="label" for=area_id.clone()>"Content (forge-v1 template)"</label>
+            <div class="tpl-body" data-env=move || if env.with(Option::is_some) { "ready" } else { "loading" }
+                on:mouseleave=move |_| hover_text.set(None)>
+                <pre class="tpl-hl" aria-hidden="true" node_ref=layer></pre>
+                <textarea id=area_id name="item-content" rows=14 spellcheck="false" node_ref=area
+                    autocomplete="off" aria-autocomplete="list" aria-controls=list_id.clone()
+                    aria-describedby=described
+                    aria-invalid=move || if invalid() { "true" } else { "false" }
+                    aria-activedescendant=active
+                    prop:value=text
+                    on:input=on_input
+                    on:keydown=on_keydown
+                    on:keyup=move |_| sync_caret()
+                    on:click=move |_| sync_caret()
+                    on:focus=move |_| { focused.set(true); sync_caret(); }
+                    on:blur=move |_| { focused.set(false); caret.set(None); popup.set(None); }
+                    on:scroll=move |_| {
+                        if let (Some(a), Some(l)) = (area.get_untracked(), layer.get_untracked()) {
+                            l.set_scroll_top(a.scroll_top());
+                        }
+                        popup.set(None);
+                    }
+                    on:mousemove=on_mousemove></textarea>
+                <ul class="tpl-complete" role="listbox" id=list_id_attr aria-label="Completions"
+                    hidden=move || popup.with(Option::is_none)
+                    style:left=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.left)).unwrap_or_default())
+                    style:top=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.top)).unwrap_or_default())>
+                    {move || popup.get().map(|p| {
+                        let list_id = list_id_view.clone();
+                        p.completion.items.iter().enumerate().map(|(k, item)| {
+                            let chosen = k == p.chosen;
+                            view! {
+                                <li role="option" id=format!("{list_id}-{k}") aria-selected=if chosen { "true" } else { "false" }
+                                    class:chosen=chosen
+                                    on:mousedown=move |e| { e.prevent_default(); accept(k); }>
+                                    <span class="tpl-opt-label">{item.label.clone()}</span>
+                                    <span class="tpl-opt-detail">{item.detail.clone()}</span>
+                                </li>
+                            }
+                        }).collect_view()
+                    })}
+                </ul>
+                {move || hover_text.get().map(|(t, x, y)| view! {
+                    <div class="tpl-hover" role="tooltip" style:left=format!("{x}px") style:top=format!("{y}px")>{t}</div>
+                })}
+            </div>
+            <p class="tpl-status" id=status_id aria-live="polite">{move || caret_info.get()}</p>
+            <ul class="tpl-errors" id=errors_id>
+                {move || errors.get().into_iter().map(|e| {
+                    let span = e.span;
+                    view! {
+                        <li class="field-error">
+                            <button type="button" class="link tpl-goto" on:click=move |_| goto(span)>
+                                {format!("Line {}, column {}", e.line, e.column)}
+                            </button>
+                            ": " {e.message}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </div>
+    }
+}
+
+/// UTF-16 offset of every line's start.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut units = 0;
+    for c in text.chars() {
+        units += c.len_utf16();
+        if c == '\n' {
+            starts.push(units);
+        }
+    }
+    starts
+}
+
+/// Replaces the lines that differ from what the layer shows (the common prefix and suffix stay
+/// in the DOM).
+fn patch_lines(layer: &web_sys::HtmlElement, old: &[String], new: &[String]) {
+    let children = layer.children();
+    if children.length() as usize != old.len() {
+        // Never painted (or changed behind our back): paint everything.
+        layer.set_inner_html(&join_lines(new));
+        return;
+    }
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let max_suffix = old.len().min(new.len()) - prefix;
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    for _ in prefix..old.len() - suffix {
+        if let Some(line) = children.item(prefix as u32) {
+            line.remove();
+        }
+    }
+    let html = join_lines(&new[prefix..new.len() - suffix]);
+    if html.is_empty() {
+        return;
+    }
+    match children.item(prefix as u32) {
+        Some(next) => {
+            let _ = next.insert_adjacent_html("beforebegin", &html);
+        }
+        None => {
+            let _ = layer.insert_adjacent_html("beforeend", &html);
+        }
+    }
+}
+
+fn join_lines(lines: &[String]) -> String {
+    let mut html = String::with_capacity(lines.iter().map(|l| l.len() + 24).sum());
+    for line in lines {
+        html.push_str("<div class=\"tl\">");
+        html.push_str(line);
+        html.push_str("</div>");
+    }
+    html
+}
+
+/// Inserts text at the textarea's selection the way typing does (an `input` event follows,
+/// and the browser's own undo knows the change).
+fn insert_text(area: &web_sys::HtmlTextAreaElement, text: &str) {
+    let inserted = document()
+        .and_then(|d| d.dyn_into::<web_sys::HtmlDocument>().ok())
+        .and_then(|d| {
+            d.exec_command_with_show_ui_and_value("insertText", false, text)
+                .ok()
+        })
+        .unwrap_or(false);
+    if !inserted {
+        let _ = area.set_range_text(text);
+        if let Ok(event) = web_sys::Event::new("input") {
+            let _ = area.dispatch_event(&event);
+        }
+    }
+}
+
+/// Where the caret is drawn: (left, bottom) of UTF-16 offset `at` in the layer, relative to the
+/// layer's parent.
+fn caret_point(layer: &web_sys::HtmlElement, line: usize, column: usize) -> Option<(f64, f64)> {
+    let div = layer.children().item(line as u32)?;
+    let (node, offset) = text_position(&div, column)?;
+    let range = document()?.create_range().ok()?;
+    range.set_start(&node, offset as u32).ok()?;
+    range.collapse_with_to_start(true);
+    let rect = range.get_bounding_client_rect();
+    let body = layer.parent_element()?.get_bounding_client_rect();
+    let (left, bottom) = if rect.height() > 0.0 {
+        (rect.left(), rect.bottom())
+    } else {
+        let r = div.get_bounding_client_rect();
+        (r.left(), r.bottom())
+    };
+    Some((left - body.left(), bottom - body.top()))
+}
+
+/// The text node and offset within it of UTF-16 column `column` of a line `div`.
+fn text_position(div: &web_sys::Element, column: usize) -> Option<(web_sys::Node, usize)> {
+    let mut left = column;
+    let children = div.child_nodes();
+    let mut last = None;
+    for k in 0..children.length() {
+        let child = children.item(k)?;
+        let node = if child.node_type() == web_sys::Node::TEXT_NODE {
+            child
+        } else {
+            child.first_child()?
+        };
+        let len = node.text_content().map_or(0, |t: String| utf16_len(&t));
+        if left <= len {
+            return Some((node, left));
+        }
+        left -= len;
+        last = Some((node, len));
+    }
+    last.or_else(|| Some((div.clone().into(), 0)))
+}
+
+fn utf16_len(text: &str) -> usize {
+    text.chars().map(char::len_utf16).sum()
+}
+
+/// The UTF-16 offset of the text under a point, read from the highlight layer under the
+/// textarea (the textarea lets the point through for the moment of the lookup).
+fn offset_at_point(
+    area: &web_sys::HtmlTextAreaElement,
+    layer: &web_sys::HtmlElement,
+    painted: StoredValue<Painted>,
+    x: f64,
+    y: f64,
+) -> Option<usize> {
+    // Hit testing skips `pointer-events: none`: for this one lookup the layer takes the
+    // pointer and the textarea lets it through.
+    let area_style = web_sys::HtmlElement::style(area);
+    let layer_style = layer.style();
+    let _ = area_style.set_property("pointer-events", "none");
+    let _ = layer_style.set_property("pointer-events", "auto");
+    let position = document()?.caret_position_from_point(x as f32, y as f32);
+    let _ = area_style.remove_property("pointer-events");
+    let _ = layer_style.remove_property("pointer-events");
+    let position = position?;
+    let node = position.offset_node()?;
+    let offset = position.offset() as usize;
+    // Up to the line `div`, counting the text before the node.
+    let mut column = offset;
+    let mut current = node;
+    loop {
+        let parent = current.parent_node()?;
+        if parent.is_same_node(Some(layer.as_ref())) {
+            let line = index_of(&current)?;
+            return painted.with_value(|p| p.line_starts.get(line).map(|s| s + column));
+        }
+        let mut sibling = current.previous_sibling();
+        while let Some(s) = sibling {
+            column += s.text_content().map_or(0, |t: String| utf16_len(&t));
+            sibling = s.previous_sibling();
+        }
+        current = parent;
+    }
+}
+
+/// The index of a line among the layer's elements (what `children()` counts).
+fn index_of(node: &web_sys::Node) -> Option<usize> {
+    let mut index = 0;
+    let mut sibling = node
+        .dyn_ref::<web_sys::Element>()?
+        .previous_element_sibling();
+    while let Some(s) = sibling {
+        index += 1;
+        sibling = s.previous_element_sibling();
+    }
+    Some(index)
+}
+
+/// Computes the completion at the caret and shows it under the caret (or hides the list).
+fn show_completion(
+    layer: &web_sys::HtmlElement,
+    painted: StoredValue<Painted>,
+    at: Option<usize>,
+    scope: Scope,
+    popup: RwSignal<Option<Popup>>,
+) {
+    let Some(at) = at else {
+        popup.set(None);
+        return;
+    };
+    let found = painted.with_value(|p| {
+        let b = assist::byte_offset(&p.text, at);
+        let completion = assist::complete(&p.text, &p.lexed, b, &scope)?;
+        let line = p.line_starts.partition_point(|&s| s <= at).max(1) - 1;
+        Some((completion, line, at - p.line_starts[line]))
+    });
+    let Some((completion, line, column)) = found else {
+        popup.set(None);
+        return;
+    };
+    // A word typed out in full needs no list.
+    let typed = painted.with_value(|p| p.text[completion.from..completion.to].to_string());
+    if completion.items.iter().all(|item| item.insert == typed) {
+        popup.set(None);
+        return;
+    }
+    let (left, top) = caret_point(layer, line, column).unwrap_or((0.0, 0.0));
+    popup.set(Some(Popup {
+        completion,
+        chosen: 0,
+        left,
+        top,
+    }));
+}
+
+/// Whether the draft is a forge-v1 (schemaVersion 2) Preset, whose blocks are templates.
+pub fn is_template_stack(ed: StackEditor) -> bool {
+    ed.draft
+        .with(|d| jp::get(d, "/schemaVersion").and_then(Value::as_u64) == Some(2))
+}
