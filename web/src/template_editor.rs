@@ -37,6 +37,8 @@ struct Painted {
     text: String,
     /// UTF-16 offset of each line's start.
     line_starts: Vec<usize>,
+    /// The caret the matching tags were marked for.
+    caret: Option<usize>,
 }
 
 /// The completion list on screen: the completion, the chosen entry, where it is drawn.
@@ -77,7 +79,8 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
     // Set while an accepted completion is inserted: that input opens no list.
     let accepting = StoredValue::new(false);
     let hover_text: RwSignal<Option<(String, f64, f64)>> = RwSignal::new(None);
-    let caret_info: RwSignal<String> = RwSignal::new(String::new());
+    let caret_place: RwSignal<String> = RwSignal::new(String::new());
+    let caret_path: RwSignal<String> = RwSignal::new(String::new());
     let env: RwSignal<Option<Value>> = RwSignal::new(None);
     let env_seq = StoredValue::new(0u64);
 
@@ -97,15 +100,16 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         Scope::new(runtime, parameters)
     };
 
-    // Paint: the text or the caret changed.
-    let paint_text = text.clone();
-    Effect::new(move |_| {
-        let text = paint_text();
-        let at = caret.get();
-        nudge.track();
-        let Some(layer) = layer.get() else {
+    // Paint the layer for a text and caret, unless it shows them already. Typing paints from
+    // the input handler itself, before any other work the keystroke causes; the effect below
+    // paints whatever else changes the text (undo, a reload, another tab's save).
+    let repaint = move |text: String, at: Option<usize>| {
+        let Some(layer) = layer.get_untracked() else {
             return;
         };
+        if painted.with_value(|p| p.caret == at && p.text == text && !p.lines.is_empty()) {
+            return;
+        }
         let byte_caret = at.map(|u| assist::byte_offset(&text, u));
         let highlighted = assist::highlight(&text, byte_caret);
         painted.update_value(|p| {
@@ -114,6 +118,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             p.lexed = highlighted.lexed;
             p.line_starts = line_starts(&text);
             p.text = text;
+            p.caret = at;
         });
         if let Some(area) = area.get_untracked() {
             layer.set_scroll_top(area.scroll_top());
@@ -121,23 +126,42 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         if errors.with_untracked(|e| *e != highlighted.errors) {
             errors.set(highlighted.errors);
         }
+    };
+    let paint_text = text.clone();
+    Effect::new(move |_| {
+        let text = paint_text();
+        let at = caret.get();
+        nudge.track();
+        let Some(layer) = layer.get() else {
+            return;
+        };
+        repaint(text, at);
+        let layer: web_sys::HtmlElement = layer.into();
         // The caret's place and the value of the path it is in.
-        let info = at
+        // The visible line shows both; the screen reader hears the path's value only when the
+        // caret enters another path (the textarea's own description never changes per
+        // keystroke: that would make the browser re-read the whole text for its accessibility
+        // tree, tens of milliseconds on a long template).
+        let (place, path) = at
             .map(|u| {
                 painted.with_value(|p| {
                     let line = p.line_starts.partition_point(|&s| s <= u).max(1);
                     let column = u - p.line_starts[line - 1] + 1;
-                    let place = format!("Line {line}, column {column}");
                     let b = assist::byte_offset(&p.text, u);
-                    match assist::hover(&p.text, &p.lexed, b, &scope()) {
-                        Some(h) => format!("{place} · {}", h.describe()),
-                        None => place,
-                    }
+                    (
+                        format!("Line {line}, column {column}"),
+                        assist::hover(&p.text, &p.lexed, b, &scope())
+                            .map(|h| h.describe())
+                            .unwrap_or_default(),
+                    )
                 })
             })
             .unwrap_or_default();
-        if caret_info.with_untracked(|c| *c != info) {
-            caret_info.set(info);
+        if caret_place.with_untracked(|c| *c != place) {
+            caret_place.set(place);
+        }
+        if caret_path.with_untracked(|c| *c != path) {
+            caret_path.set(path);
         }
         if wants_completion.get_value() {
             wants_completion.set_value(false);
@@ -154,7 +178,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                 })
             });
             if !still {
-                popup.set(None);
+                close_popup(popup);
             }
         }
     });
@@ -222,6 +246,11 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             .unwrap_or(false);
         wants_completion
             .set_value(!accepting.get_value() && (typed || popup.with_untracked(Option::is_some)));
+        let at = area
+            .get_untracked()
+            .and_then(|a| a.selection_start().ok().flatten())
+            .map(|u| u as usize);
+        repaint(value.clone(), at);
         ed.set(&set_path, Some(Value::String(value)));
         sync_caret();
     };
@@ -241,7 +270,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                 assist::utf16_offset(&pt.text, p.completion.to),
             )
         });
-        popup.set(None);
+        close_popup(popup);
         let _ = el.focus();
         let _ = el.set_selection_range(from as u32, to as u32);
         accepting.set_value(true);
@@ -278,7 +307,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             "Escape" => {
                 e.prevent_default();
                 e.stop_propagation();
-                popup.set(None);
+                close_popup(popup);
             }
             _ => {}
         }
@@ -332,7 +361,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             })
         }
     };
-    let described = format!("{status_id} {errors_id}");
+    let described = errors_id.clone();
     let list_id_view = list_id.clone();
     let list_id_attr = list_id.clone();
     view! {
@@ -352,12 +381,12 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                     on:keyup=move |_| sync_caret()
                     on:click=move |_| sync_caret()
                     on:focus=move |_| { focused.set(true); sync_caret(); }
-                    on:blur=move |_| { focused.set(false); caret.set(None); popup.set(None); }
+                    on:blur=move |_| { focused.set(false); caret.set(None); close_popup(popup); }
                     on:scroll=move |_| {
                         if let (Some(a), Some(l)) = (area.get_untracked(), layer.get_untracked()) {
                             l.set_scroll_top(a.scroll_top());
                         }
-                        popup.set(None);
+                        close_popup(popup);
                     }
                     on:mousemove=on_mousemove></textarea>
                 <ul class="tpl-complete" role="listbox" id=list_id_attr aria-label="Completions"
@@ -383,7 +412,11 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                     <div class="tpl-hover" role="tooltip" style:left=format!("{x}px") style:top=format!("{y}px")>{t}</div>
                 })}
             </div>
-            <p class="tpl-status" id=status_id aria-live="polite">{move || caret_info.get()}</p>
+            <p class="tpl-status" id=status_id aria-hidden="true">{move || {
+                let place = caret_place.get();
+                caret_path.with(|p| if p.is_empty() { place.clone() } else { format!("{place} · {p}") })
+            }}</p>
+            <p class="sr-only" aria-live="polite">{move || caret_path.get()}</p>
             <ul class="tpl-errors" id=errors_id>
                 {move || errors.get().into_iter().map(|e| {
                     let span = e.span;
@@ -398,6 +431,15 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                 }).collect_view()}
             </ul>
         </div>
+    }
+}
+
+/// Hides the completion list. Only a real change notifies: the textarea's attributes follow the
+/// list (`aria-activedescendant`), and touching them on every keystroke makes the browser
+/// restyle the whole text of the textarea.
+fn close_popup(popup: RwSignal<Option<Popup>>) {
+    if popup.with_untracked(Option::is_some) {
+        popup.set(None);
     }
 }
 
@@ -585,7 +627,7 @@ fn show_completion(
     popup: RwSignal<Option<Popup>>,
 ) {
     let Some(at) = at else {
-        popup.set(None);
+        close_popup(popup);
         return;
     };
     let found = painted.with_value(|p| {
@@ -595,13 +637,13 @@ fn show_completion(
         Some((completion, line, at - p.line_starts[line]))
     });
     let Some((completion, line, column)) = found else {
-        popup.set(None);
+        close_popup(popup);
         return;
     };
     // A word typed out in full needs no list.
     let typed = painted.with_value(|p| p.text[completion.from..completion.to].to_string());
     if completion.items.iter().all(|item| item.insert == typed) {
-        popup.set(None);
+        close_popup(popup);
         return;
     }
     let (left, top) = caret_point(layer, line, column).unwrap_or((0.0, 0.0));

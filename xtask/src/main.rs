@@ -935,8 +935,12 @@ fn web_bench(ctx: &Ctx) -> Result<String> {
     let nav = bench_example(ctx, &binary, "navbench", "the navigation benchmark")?;
     step("timing the Payloads surface on a 5 MB capture of 2,000 messages (release pi-forge)");
     let payloads = bench_example(ctx, &binary, "payloadbench", "the payload benchmark")?;
+    step(
+        "timing keystroke to highlight in the template editor on a 100 KB block (release pi-forge)",
+    );
+    let template = bench_example(ctx, &binary, "tplbench", "the template editor benchmark")?;
     Ok(format!(
-        "{{\"bundleBytes\": {{{}}}, \"navigation\": {nav}, \"payloads\": {payloads}}}",
+        "{{\"bundleBytes\": {{{}}}, \"navigation\": {nav}, \"payloads\": {payloads}, \"templateEditor\": {template}}}",
         sizes.join(", ")
     ))
 }
