@@ -253,10 +253,17 @@ pub struct StackPreview {
     pub preview: Preview,
     /// The compiler's whole output (`compile::Compiled`).
     pub compiled: Value,
-    /// What the system prompt's templates saw: `{runtime: {...}, parameters: {...}}` (the
-    /// template editor shows a path's value and completes `runtime.*` from it).
-    #[serde(default)]
-    pub template_env: Value,
+}
+
+/// `POST /api/stacks/:sel/template-env`: what the draft's system-prompt templates see.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateEnv {
+    pub ok: bool,
+    /// `runtime.*` of the template scope (cwd, date, time, selected tools, `tool`, `slot`, …).
+    pub runtime: Value,
+    /// The Preset's parameters (v2) or variables (v1).
+    pub parameters: Value,
 }
 
 /// `POST /api/reload` → `{ok, generation, changed, activeId}`.

@@ -659,17 +659,39 @@ fn stacks_list_read_export_validate_preview_activate() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["compiled"]["selectedTools"], json!(["bash"]));
     assert!(body["text"].as_str().unwrap().contains("Draft text."));
-    // What the templates saw: the draft's tools and slots, the stand-in runtime's facts.
-    let env = &body["templateEnv"];
-    assert_eq!(env["parameters"], json!({}));
+    // What the draft's templates see: its tools, slots and parameters, the stand-in runtime's
+    // facts.
+    let mut with_parameters = draft.clone();
+    with_parameters["schemaVersion"] = json!(2);
+    with_parameters["parameters"] = json!({"tone": "dry"});
+    let (status, _, env) = f.send(
+        Method::POST,
+        "/api/stacks/alpha/template-env",
+        &json!({"stack": with_parameters}),
+    );
+    assert_eq!(status, StatusCode::OK, "{env}");
+    assert_eq!(env["ok"], true);
+    assert_eq!(env["parameters"], json!({"tone": "dry"}));
     assert_eq!(env["runtime"]["selectedTools"], json!(["bash"]));
+    assert_eq!(env["runtime"]["selectedToolsText"], "bash");
     assert_eq!(env["runtime"]["tool"], json!({"bash": true}));
     assert_eq!(env["runtime"]["slot"], json!({"chat-history": true}));
-    assert_eq!(env["runtime"]["lastUserMessage"], "hello");
+    assert_eq!(env["runtime"]["lastUserMessage"], "");
     assert_eq!(
         env["runtime"]["cwd"],
         f.dirs.project().display().to_string()
     );
+    // The saved stack without a draft; a draft that is not an object is 400.
+    let (status, _, env) = f.send(Method::POST, "/api/stacks/alpha/template-env", &json!({}));
+    assert_eq!(status, StatusCode::OK, "{env}");
+    assert_eq!(env["runtime"]["selectedTools"], json!(["read", "grep"]));
+    let (status, _, bad) = f.send(
+        Method::POST,
+        "/api/stacks/alpha/template-env",
+        &json!({"stack": [1]}),
+    );
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad["error"], "stack must be a JSON object, not array.");
     assert_eq!(body["preview"]["messages"].as_array().unwrap().len(), 1);
     // An unsaved stack can be previewed as a draft; without a draft it is 404.
     let (status, _, body) = f.send(

@@ -120,9 +120,13 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             p.text = text;
             p.caret = at;
         });
-        if let Some(area) = area.get_untracked() {
-            layer.set_scroll_top(area.scroll_top());
-        }
+        // The layer follows the textarea's scroll at the next frame (reading the scroll now
+        // would lay the new lines out at once, and the frame does it anyway).
+        request_animation_frame(move || {
+            if let Some(a) = area.try_get_untracked().flatten() {
+                layer.set_scroll_top(a.scroll_top());
+            }
+        });
         if errors.with_untracked(|e| *e != highlighted.errors) {
             errors.set(highlighted.errors);
         }
@@ -206,20 +210,25 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         };
         set_timeout(
             move || {
-                if env_seq.get_value() != my {
+                // The editor may be gone by now (another item, another Preset).
+                if env_seq.try_get_value() != Some(my) {
                     return;
                 }
-                let draft = ed.draft.get_untracked();
+                let Some(draft) = ed.draft.try_get_untracked() else {
+                    return;
+                };
                 spawn_local(async move {
-                    let path = format!("/api/stacks/{}/preview", seg(&sel));
-                    let result = api::post_as::<forge_core::api::StackPreview>(
+                    let path = format!("/api/stacks/{}/template-env", seg(&sel));
+                    let result = api::post_as::<forge_core::api::TemplateEnv>(
                         &path,
                         &json!({ "stack": draft }),
                     )
                     .await;
-                    if env_seq.get_value() == my {
-                        if let Ok(preview) = result {
-                            env.set(Some(preview.template_env));
+                    if env_seq.try_get_value() == Some(my) {
+                        if let Ok(found) = result {
+                            env.try_set(Some(
+                                json!({"runtime": found.runtime, "parameters": found.parameters}),
+                            ));
                         }
                     }
                 });
@@ -252,7 +261,10 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             .map(|u| u as usize);
         repaint(value.clone(), at);
         ed.set(&set_path, Some(Value::String(value)));
-        sync_caret();
+        // The caret read above (reading it again now would force a layout of the new lines).
+        if caret.get_untracked() != at {
+            caret.set(at);
+        }
     };
     let accept = move |index: usize| {
         let Some(p) = popup.get_untracked() else {
@@ -321,8 +333,13 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         hover_frame.set_value(true);
         let (x, y) = (e.client_x() as f64, e.client_y() as f64);
         request_animation_frame(move || {
-            hover_frame.set_value(false);
-            let (Some(el), Some(layer)) = (area.get_untracked(), layer.get_untracked()) else {
+            if hover_frame.try_set_value(false).is_some() {
+                return; // the editor is gone
+            }
+            let (Some(el), Some(layer)) = (
+                area.try_get_untracked().flatten(),
+                layer.try_get_untracked().flatten(),
+            ) else {
                 return;
             };
             let found = offset_at_point(&el, &layer, painted, x, y).and_then(|u| {
@@ -474,16 +491,27 @@ fn patch_lines(layer: &web_sys::HtmlElement, old: &[String], new: &[String]) {
         .take(max_suffix)
         .take_while(|(a, b)| a == b)
         .count();
-    for _ in prefix..old.len() - suffix {
-        if let Some(line) = children.item(prefix as u32) {
+    // Lines that changed in place get new contents (their `div` stays: a replaced element
+    // costs the browser a layout of every line); lines added or removed come and go after them.
+    let old_end = old.len() - suffix;
+    let new_end = new.len() - suffix;
+    let in_place = (old_end - prefix).min(new_end - prefix);
+    for k in 0..in_place {
+        if let Some(line) = children.item((prefix + k) as u32) {
+            line.set_inner_html(&new[prefix + k]);
+        }
+    }
+    let at = prefix + in_place;
+    for _ in at..old_end {
+        if let Some(line) = children.item(at as u32) {
             line.remove();
         }
     }
-    let html = join_lines(&new[prefix..new.len() - suffix]);
+    let html = join_lines(&new[at..new_end]);
     if html.is_empty() {
         return;
     }
-    match children.item(prefix as u32) {
+    match children.item(at as u32) {
         Some(next) => {
             let _ = next.insert_adjacent_html("beforebegin", &html);
         }

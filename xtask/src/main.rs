@@ -30,8 +30,9 @@ COMMANDS:
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
     bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmarks
-                     (first visit and reload; the Payloads surface on a 5 MB capture;
-                     NAVBENCH_BASELINE=<pi-forge> adds an older build); print the JSON
+                     (first visit and reload; the Payloads surface on a 5 MB capture; keystroke
+                     to highlight on a 100 KB template; NAVBENCH_BASELINE=<pi-forge> adds an
+                     older build); print the JSON
     help             Print this text
 ";
 
@@ -909,7 +910,8 @@ fn core_bench(ctx: &Ctx, args: &[String]) -> Result<String> {
 }
 
 /// The web app: release bundle sizes (raw, and the build-time brotli and gzip variants the
-/// server sends) and the first visit / warm reload in headless Chromium (e2e/examples/navbench.rs).
+/// server sends), the first visit / warm reload in headless Chromium (e2e/examples/navbench.rs),
+/// the Payloads surface (payloadbench.rs) and the template editor's keystroke (tplbench.rs).
 fn web_bench(ctx: &Ctx) -> Result<String> {
     let files = dist(ctx)?;
     setup(ctx, Setup::All)?;

@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use forge_core::api::{Activated, StackDeleted, StackPreview, StackView, Validation};
+use forge_core::api::{Activated, StackDeleted, StackPreview, StackView, TemplateEnv, Validation};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::id::{parse_selector, Selector};
 use forge_core::json;
@@ -34,6 +34,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/stacks/{sel}/export", get(export))
         .route("/api/stacks/{sel}/validate", post(validate_existing))
         .route("/api/stacks/{sel}/preview", post(preview))
+        .route("/api/stacks/{sel}/template-env", post(template_env))
         .route("/api/stacks/{sel}/activate", post(activate))
         .route("/api/search", get(search))
         .route("/api/regex/try", post(try_regex))
@@ -319,6 +320,52 @@ async fn validate_existing(
     Ok(diagnostics_response(diagnostics))
 }
 
+/// The stack a preview compiles: the draft in `body.stack`, or the saved stack; its key (or the
+/// new draft's id) and its load diagnostics.
+fn previewed_stack(
+    state: &AppState,
+    sel: &str,
+    body: &serde_json::Map<String, Value>,
+) -> ApiResult<(
+    stack::PromptStack,
+    String,
+    Vec<forge_core::diag::Diagnostic>,
+)> {
+    let snapshot = state.ws.snapshot();
+    let saved = match resolve(&snapshot, sel) {
+        Ok(entry) => Some(entry),
+        Err(e) if e.code == "not_found" && body.get("stack").is_some() => None,
+        Err(e) => return Err(e),
+    };
+    match body.get("stack") {
+        None | Some(Value::Null) => {
+            let entry =
+                saved.ok_or_else(|| ApiError::not_found(format!("Unknown prompt stack: {sel}")))?;
+            Ok((
+                entry.parsed.stack.clone(),
+                entry.key.to_string(),
+                entry.diagnostics.clone(),
+            ))
+        }
+        Some(draft @ Value::Object(_)) => {
+            let file_name = saved
+                .map(|e| e.file.name().to_string())
+                .unwrap_or_else(|| "draft.json".to_string());
+            let parsed = stack::parse_stack_value(draft.clone(), &ParseOptions::new(&file_name));
+            let label = match saved {
+                Some(entry) => entry.key.to_string(),
+                None => parsed.stack.id().to_string(),
+            };
+            Ok((parsed.stack, label, parsed.diagnostics))
+        }
+        Some(other) => Err(ApiError::bad_request(format!(
+            "stack must be a JSON object, not {}.",
+            json::type_name(other)
+        ))
+        .with_field("stack")),
+    }
+}
+
 /// `POST /api/stacks/:sel/preview` `{stack?, messages?}` → `{ok, stackId, liveHost, text, preview,
 /// compiled, diagnostics}`. Compiles the draft (or the saved stack) against pi-forge's stand-in
 /// runtime; `messages` replaces its (empty) conversation. Each regex rule runs within a step
@@ -330,41 +377,7 @@ async fn preview(
     body: JsonBody,
 ) -> ApiResult<Response> {
     let body = body.object()?;
-    let snapshot = state.ws.snapshot();
-    let saved = match resolve(&snapshot, &sel) {
-        Ok(entry) => Some(entry),
-        Err(e) if e.code == "not_found" && body.get("stack").is_some() => None,
-        Err(e) => return Err(e),
-    };
-    let (stack, label, load_diagnostics) = match body.get("stack") {
-        None | Some(Value::Null) => {
-            let entry =
-                saved.ok_or_else(|| ApiError::not_found(format!("Unknown prompt stack: {sel}")))?;
-            (
-                entry.parsed.stack.clone(),
-                entry.key.to_string(),
-                entry.diagnostics.clone(),
-            )
-        }
-        Some(draft @ Value::Object(_)) => {
-            let file_name = saved
-                .map(|e| e.file.name().to_string())
-                .unwrap_or_else(|| "draft.json".to_string());
-            let parsed = stack::parse_stack_value(draft.clone(), &ParseOptions::new(&file_name));
-            let label = match saved {
-                Some(entry) => entry.key.to_string(),
-                None => parsed.stack.id().to_string(),
-            };
-            (parsed.stack, label, parsed.diagnostics)
-        }
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "stack must be a JSON object, not {}.",
-                json::type_name(other)
-            ))
-            .with_field("stack"))
-        }
-    };
+    let (stack, label, load_diagnostics) = previewed_stack(&state, &sel, &body)?;
     let mut runtime = state.runtime();
     match body.get("messages") {
         None | Some(Value::Null) => {}
@@ -386,11 +399,10 @@ async fn preview(
         let macros = MacroRegistry::new();
         let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
         input.stack_key = Some(label.clone());
-        let (compiled, template_env) = compile::compile_with_env(&input);
+        let compiled = compile::compile(&input);
         let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
         let text = compile::preview_text(&preview);
         serde_json::to_value(&compiled).map(|compiled| StackPreview {
-            template_env,
             ok: true,
             stack_id: label,
             live_host: runtime.live,
@@ -403,6 +415,33 @@ async fn preview(
     .await?
     .map_err(|e| ApiError::internal(format!("Could not serialize the compiled prompt: {e}")))?;
     Ok(ok_typed(&result))
+}
+
+/// `POST /api/stacks/:sel/template-env` `{stack?}` → `{ok, runtime, parameters}`: what the
+/// draft's (or the saved stack's) system-prompt templates see when it compiles against the
+/// runtime the preview uses. The template editor completes `runtime.*` and shows a path's value
+/// from it.
+async fn template_env(
+    State(state): State<AppState>,
+    Path(sel): Path<String>,
+    body: JsonBody,
+) -> ApiResult<Response> {
+    let body = body.object()?;
+    let (stack, label, _) = previewed_stack(&state, &sel, &body)?;
+    let runtime = state.runtime();
+    let env = tokio::task::spawn_blocking(move || {
+        let macros = MacroRegistry::new();
+        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
+        input.stack_key = Some(label);
+        compile::compile_with_env(&input).1
+    })
+    .await?;
+    let field = |name: &str| env.get(name).cloned().unwrap_or_else(|| json!({}));
+    Ok(ok_typed(&TemplateEnv {
+        ok: true,
+        runtime: field("runtime"),
+        parameters: field("parameters"),
+    }))
 }
 
 /// `POST /api/stacks/:sel/activate` → `{ok, activeId}`: the live Pi session makes the stack its
