@@ -109,7 +109,7 @@ async fn send(
         return Ok(text);
     }
     // A proxy or a crash may answer without the contract's body: the status says it then.
-    let body = serde_json::from_str::<ErrorBody>(&text).unwrap_or_default();
+    let body = parse::<ErrorBody>(&text).unwrap_or_default();
     let message = if body.error.is_empty() {
         format!("The server answered {status}.")
     } else {
@@ -144,15 +144,24 @@ pub async fn call(
     })
 }
 
-/// An answer's text read into its contract struct. Read straight from the text, not through a
-/// `Value`. A write's answer (`Saved<T>`, `T` flattened beside `ok`) is read as its `T`:
+/// An answer's text read into its contract struct (through a `Value`: see [`parse`]). A write's
+/// answer (`Saved<T>`, `T` flattened beside `ok`) is read as its `T`:
 /// unknown members are ignored, and a flattened `T` would be deserialized a second way (through
 /// serde's buffered content), which costs bundle size for nothing.
 pub fn read<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
-    serde_json::from_str(text).map_err(|e| {
+    parse(text).map_err(|e| {
         let name = std::any::type_name::<T>();
         ApiError::invalid_answer(name.rsplit("::").next().unwrap_or(name), e)
     })
+}
+
+/// JSON text read as `T` through a [`Value`]. Every contract struct is then deserialized from one
+/// kind of input, a parsed `Value`, not from the text: serde inlines the text parser into each
+/// struct's field reader, and the app reads about 80 types (15 KB less wasm, 1.7 KB brotli).
+/// The price is one more pass over an answer (a `Value`, then `T`); errors name no line or
+/// column.
+pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str::<Value>(text).and_then(serde_json::from_value)
 }
 
 /// [`call`], its answer read as `T`.

@@ -88,7 +88,7 @@ pub fn forget(path: &str) {
 
 pub fn read(path: &str) -> Option<Kept> {
     let text = storage()?.get_item(&key(path)).ok()??;
-    serde_json::from_str(&text).ok()
+    crate::api::parse(&text).ok()
 }
 
 /// What to do with a kept draft when its file is opened with `revision` and content `saved`:

@@ -73,7 +73,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        let Ok(event) = serde_json::from_str::<ChangeEvent>(&text) else {
+        let Ok(event) = crate::api::parse::<ChangeEvent>(&text) else {
             return;
         };
         // Workspace problems changed: the stack list carries them.
@@ -114,7 +114,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        if let Ok(view) = serde_json::from_str::<forge_core::api::LiveView>(&text) {
+        if let Ok(view) = crate::api::parse::<forge_core::api::LiveView>(&text) {
             on_live_event(app, view);
         }
     });
@@ -122,7 +122,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        if let Ok(event) = serde_json::from_str::<forge_core::api::CapabilityStateEvent>(&text) {
+        if let Ok(event) = crate::api::parse::<forge_core::api::CapabilityStateEvent>(&text) {
             crate::session::on_state_event(app, event.state);
         }
     });
@@ -133,7 +133,7 @@ pub fn connect(app: App) {
         let Some(text) = ev.data().as_string() else {
             return;
         };
-        if let Ok(event) = serde_json::from_str::<forge_core::api::AgentPlansEvent>(&text) {
+        if let Ok(event) = crate::api::parse::<forge_core::api::AgentPlansEvent>(&text) {
             app.plans_pending.set(event.pending);
             app.agent_events.update(|n| *n += 1);
         }

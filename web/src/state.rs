@@ -526,7 +526,7 @@ pub fn boot_list(app: App) -> bool {
         generation: u64,
         list: StackList,
     }
-    let Ok(data) = serde_json::from_str::<Initial>(&text) else {
+    let Ok(data) = crate::api::parse::<Initial>(&text) else {
         return false;
     };
     app.boot_generation.set_value(Some(data.generation));

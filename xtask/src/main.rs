@@ -537,11 +537,16 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
         .arg(staging)
         .arg(&wasm))?;
 
-    step("optimizing wasm (wasm-opt -Oz, binaryen from tools/)");
+    step("optimizing wasm (wasm-opt -Oz --low-memory-unused, binaryen from tools/)");
     let bindgen_wasm = staging.join("forge_web_bg.wasm");
     let optimized = staging.join("forge_web_bg.opt.wasm");
     run(Command::new(ctx.wasm_opt())
         .arg("-Oz")
+        // Lets wasm-opt fold a small constant added to an address into the load's or store's
+        // offset (the add wraps, the offset does not; a wrapped address would land in the
+        // lowest 1 KiB, which a Rust module only reaches at the very bottom of its 1 MiB stack,
+        // and never through a wrapping add). 8 KB less wasm, 3.6 KB less brotli.
+        .arg("--low-memory-unused")
         .args(WASM_OPT_FEATURES)
         .arg(&bindgen_wasm)
         .arg("-o")
