@@ -139,6 +139,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
             json!("Release Notes Writer"),
         )
         .await;
+    browser.screenshot("palette").await;
     assert_eq!(
         active(&browser).await,
         json!(["palette-opt-0", "palette-opt-0"])

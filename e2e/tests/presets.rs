@@ -1183,6 +1183,7 @@ async fn a_stale_save_merges_both_writers_changes() {
         browser.text(".conflict button.merge-both").await.as_deref(),
         Some("Merge with these choices")
     );
+    browser.screenshot("merge-view").await;
     browser.click(".conflict button.merge-both").await;
     browser.click("button.save").await;
     browser.wait_status("Saved live").await;

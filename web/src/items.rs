@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::jp;
 use crate::shell::focus_later;
 use crate::state::{app, StackEditor};
-use crate::widgets::{json_field, select_field, text_area, text_field};
+use crate::widgets::{json_field, select_field, text_field};
 
 const ROLES: [(&str, &str); 3] = [
     ("system", "system"),
@@ -302,8 +302,6 @@ fn ItemEditor(i: usize) -> impl IntoView {
         let n = item_count(ed);
         ed.item.set(if n == 0 { None } else { Some(i.min(n - 1)) });
     };
-    // forge-v1 Presets get the template editor (a memo: the form is not rebuilt per keystroke).
-    let templates = Memo::new(move |_| crate::template_editor::is_template_stack(ed));
     view! {
         <div class="item-form" data-kind=kind>
             <div class="form-head">
@@ -324,13 +322,8 @@ fn ItemEditor(i: usize) -> impl IntoView {
             {move || if kind() == "slot" {
                 view! { <SlotEditor i/> }.into_any()
             } else {
-                let content = if templates.get() {
-                    view! { <crate::template_editor::TemplateEditor i/> }.into_any()
-                } else {
-                    text_area(ed, format!("/items/{i}/content"), "item-content", "Content", 14).into_any()
-                };
                 view! {
-                    {content}
+                    <crate::template_editor::TemplateEditor i/>
                     <button class="link new-capability-from-block" title="Opens a new capability with this block's text, as literal text"
                         on:click=move |_| {
                             let app = app();

@@ -25,7 +25,7 @@ use wasm_bindgen::JsCast;
 
 use crate::api::{self, seg};
 use crate::jp;
-use crate::state::{app, StackEditor};
+use crate::state::app;
 
 /// What the editor remembers between keystrokes (not reactive).
 #[derive(Default)]
@@ -681,10 +681,4 @@ fn show_completion(
         left,
         top,
     }));
-}
-
-/// Whether the draft is a forge-v1 (schemaVersion 2) Preset, whose blocks are templates.
-pub fn is_template_stack(ed: StackEditor) -> bool {
-    ed.draft
-        .with(|d| jp::get(d, "/schemaVersion").and_then(Value::as_u64) == Some(2))
 }
