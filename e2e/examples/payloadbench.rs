@@ -56,16 +56,6 @@ fn payload() -> Value {
     json!({"model": "bench-1", "messages": messages, "stream": true, "max_completion_tokens": 4096})
 }
 
-fn stats(mut v: Vec<f64>) -> Value {
-    v.sort_by(f64::total_cmp);
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
-    json!({"medianMs": (median * 10.0).round() / 10.0, "minMs": v[0], "maxMs": v[v.len() - 1], "samples": v.len()})
-}
-
 /// Runs `action` (a JS statement) and resolves with the ms until `css` is present in a painted
 /// frame.
 async fn timed(browser: &support::Browser, action: &str, css: &str) -> f64 {
@@ -140,9 +130,9 @@ async fn main() {
     let report = json!({
         "payloadBytes": bytes,
         "messages": MESSAGES,
-        "open": stats(open),
-        "expandMessages": stats(expand),
-        "searchToLastMessage": stats(search),
+        "open": support::ms_stats(open),
+        "expandMessages": support::ms_stats(expand),
+        "searchToLastMessage": support::ms_stats(search),
         "targetOpenMs": 1000,
     });
     println!("{report}");

@@ -34,17 +34,6 @@ fn long_template(bytes: usize) -> String {
     text
 }
 
-fn stats(mut v: Vec<f64>) -> Value {
-    v.sort_by(f64::total_cmp);
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
-    let round = |x: f64| (x * 100.0).round() / 100.0;
-    json!({"medianMs": round(median), "minMs": round(v[0]), "maxMs": round(v[v.len() - 1]), "samples": v.len()})
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let bytes = std::env::var("TPLBENCH_BYTES")
@@ -121,8 +110,8 @@ async fn main() {
     let report = json!({
         "templateBytes": content.len(),
         "lines": lines,
-        "keystrokeToHighlight": stats(highlight),
-        "keystrokeToFrame": stats(frame),
+        "keystrokeToHighlight": support::ms_stats(highlight),
+        "keystrokeToFrame": support::ms_stats(frame),
         "targetMs": 16,
     });
     println!("{report}");

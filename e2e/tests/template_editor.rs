@@ -58,6 +58,27 @@ async fn caret_at(browser: &Browser, at: usize) {
         .await;
 }
 
+/// The underlined text of the layer, joined.
+async fn underlined(browser: &Browser) -> Value {
+    browser
+        .js(
+            "return [...document.querySelectorAll('.tpl-hl .err')].map(s => s.textContent).join('');",
+            vec![],
+        )
+        .await
+}
+
+/// Waits until the error list under the editor reads `want`.
+async fn wait_errors(browser: &Browser, want: Value) {
+    browser
+        .wait_js(
+            "the error list",
+            "return [...document.querySelectorAll('.tpl-errors li')].map(l => l.textContent);",
+            want,
+        )
+        .await;
+}
+
 async fn focused_keys(browser: &Browser, keys: &str) {
     let el = browser
         .client
@@ -175,21 +196,14 @@ async fn errors_are_underlined_where_they_are_and_listed_with_line_and_column() 
             "Review.\n{% if parameters.strict %}Be strict.\nMore {{ x | shout }}",
         )
         .await;
-    browser
-        .wait_js(
-            "the error list",
-            "return [...document.querySelectorAll('.tpl-errors li')].map(l => l.textContent);",
-            json!(["Line 2, column 1: forge-v1 parse error: Missing {% endif %}"]),
-        )
-        .await;
+    wait_errors(
+        &browser,
+        json!(["Line 2, column 1: forge-v1 parse error: Missing {% endif %}"]),
+    )
+    .await;
     // Underlined: the `{% if %}` tag only, not the lines after it.
     assert_eq!(
-        browser
-            .js(
-                "return [...document.querySelectorAll('.tpl-hl .err')].map(s => s.textContent).join('');",
-                vec![]
-            )
-            .await,
+        underlined(&browser).await,
         json!("{% if parameters.strict %}")
     );
     assert_eq!(
@@ -208,22 +222,12 @@ async fn errors_are_underlined_where_they_are_and_listed_with_line_and_column() 
             "Review.\n{% if parameters.strict %}Be strict.{% endif %}\nMore {{ x | shout }}",
         )
         .await;
-    browser
-        .wait_js(
-            "the error list",
-            "return [...document.querySelectorAll('.tpl-errors li')].map(l => l.textContent);",
-            json!(["Line 3, column 6: Unknown forge-v1 filter: shout"]),
-        )
-        .await;
-    assert_eq!(
-        browser
-            .js(
-                "return [...document.querySelectorAll('.tpl-hl .err')].map(s => s.textContent).join('');",
-                vec![]
-            )
-            .await,
-        json!("{{ x | shout }}")
-    );
+    wait_errors(
+        &browser,
+        json!(["Line 3, column 6: Unknown forge-v1 filter: shout"]),
+    )
+    .await;
+    assert_eq!(underlined(&browser).await, json!("{{ x | shout }}"));
     assert_eq!(
         pieces(&browser, 3).await[7],
         json!(["tk-badfilter err", "shout"])

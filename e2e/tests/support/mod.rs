@@ -846,6 +846,19 @@ pub fn http_get(base_url: &str, path: &str, cookie: Option<&str>) -> (u16, Strin
     (status, head.to_string(), body.to_string())
 }
 
+/// Median, min and max of benchmark samples in milliseconds (rounded to 0.01 ms), and how many
+/// (`cargo xtask bench`'s browser examples).
+pub fn ms_stats(mut v: Vec<f64>) -> serde_json::Value {
+    v.sort_by(f64::total_cmp);
+    let median = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    serde_json::json!({"medianMs": round(median), "minMs": round(v[0]), "maxMs": round(v[v.len() - 1]), "samples": v.len()})
+}
+
 /// The on-disk format of resource files: pretty JSON (2 spaces) plus a newline.
 pub fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap() + "\n"
