@@ -14,7 +14,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 const SAMPLES: usize = 40;
 

@@ -50,15 +50,6 @@ async fn focused(browser: &Browser) -> (String, String) {
     serde_json::from_value(v).unwrap()
 }
 
-async fn press(browser: &Browser, key: &str) {
-    let el = browser
-        .client
-        .active_element()
-        .await
-        .expect("a focused element");
-    el.send_keys(key).await.expect("keys");
-}
-
 fn card(run: &str, part: &str) -> String {
     format!(".plan-card[data-run=\"{run}\"] {part}")
 }
@@ -196,7 +187,7 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
     browser.viewport(1280, 900).await;
     browser.screenshot("delegation-full-prompt").await;
-    press(&browser, &Key::Escape).await;
+    browser.press(&Key::Escape).await;
     browser.wait_count(".full-prompt", 0).await;
 
     // Keyboard only: the focus is back on the card's "View full prompt"; Tab, Tab, Enter.
@@ -207,17 +198,17 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
             json!("plan-view-full"),
         )
         .await;
-    press(&browser, &Key::Tab).await;
+    browser.press(&Key::Tab).await;
     assert_eq!(
         focused(&browser).await,
         ("plan-reject".to_string(), run_a.clone())
     );
-    press(&browser, &Key::Tab).await;
+    browser.press(&Key::Tab).await;
     assert_eq!(
         focused(&browser).await,
         ("plan-approve primary".to_string(), run_a.clone())
     );
-    press(&browser, &Key::Enter).await;
+    browser.press(&Key::Enter).await;
     browser
         .wait_status("Approved \"Review src/a.rs\": the subagent runs now.")
         .await;
@@ -308,7 +299,7 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
         browser.text(".system-prompt-text").await.unwrap(),
         "You are CHILD REVIEWER."
     );
-    press(&browser, &Key::Escape).await;
+    browser.press(&Key::Escape).await;
     browser.wait_count(".full-prompt", 0).await;
     assert_eq!(focused(&browser).await.0, "run-view-prompt");
     browser.viewport(390, 844).await;
@@ -373,7 +364,7 @@ async fn the_full_prompt_of_a_200_message_plan_shows_every_message() {
     browser
         .wait_eq(".full-prompt-matches", "11 of 200 messages match")
         .await;
-    press(&browser, &Key::Escape).await;
+    browser.press(&Key::Escape).await;
     browser.click(".plan-reject").await;
     browser
         .wait_eq(".plans-empty", "No plan is waiting for approval.")

@@ -67,16 +67,6 @@ async fn ctrl_k(browser: &Browser) {
         .await;
 }
 
-/// Sends `keys` to the focused element as real key events.
-async fn press(browser: &Browser, keys: &str) {
-    let el = browser
-        .client
-        .active_element()
-        .await
-        .expect("a focused element");
-    el.send_keys(keys).await.expect("keys");
-}
-
 /// The texts of the palette's options, in order.
 async fn options(browser: &Browser) -> Vec<String> {
     let v = browser
@@ -119,7 +109,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
         json!(["dialog", "true", "combobox", "palette-list", "listbox"])
     );
     // Escape closes it and the filter field has the focus again.
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".palette", 0).await;
     browser
         .wait_js(
@@ -131,7 +121,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
 
     // A fuzzy part of a name, Enter: that Preset opens.
     ctrl_k(&browser).await;
-    press(&browser, "relnot").await;
+    browser.press("relnot").await;
     browser
         .wait_js(
             "the best match first",
@@ -144,7 +134,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
         active(&browser).await,
         json!(["palette-opt-0", "palette-opt-0"])
     );
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser.wait_count(".palette", 0).await;
     browser.wait_status("Loaded notes").await;
     browser
@@ -153,7 +143,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
 
     // ↓ and ↑ move the active option (aria-activedescendant follows).
     ctrl_k(&browser).await;
-    press(&browser, "go to").await;
+    browser.press("go to").await;
     browser
         .wait_js(
             "surfaces listed",
@@ -172,24 +162,24 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
             "Go to Delegation"
         ]
     );
-    press(&browser, &Key::Down.to_string()).await;
+    browser.press(&Key::Down.to_string()).await;
     assert_eq!(
         active(&browser).await,
         json!(["palette-opt-1", "palette-opt-1"])
     );
-    press(&browser, &Key::Up.to_string()).await;
-    press(&browser, &Key::Up.to_string()).await;
+    browser.press(&Key::Up.to_string()).await;
+    browser.press(&Key::Up.to_string()).await;
     assert_eq!(
         active(&browser).await,
         json!(["palette-opt-5", "palette-opt-5"]),
         "↑ on the first option wraps"
     );
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".palette", 0).await;
 
     // "Go to Profiles" switches surface.
     ctrl_k(&browser).await;
-    press(&browser, "profiles").await;
+    browser.press("profiles").await;
     browser
         .wait_js(
             "Go to Profiles first",
@@ -197,13 +187,13 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
             json!("Go to Profiles"),
         )
         .await;
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser.wait_css(".profiles:not(.capabilities)").await;
     assert_eq!(browser.count(".presets").await, 0);
 
     // An item of the open Preset: back on Presets, the item is selected, focused and on screen.
     ctrl_k(&browser).await;
-    press(&browser, "checklist").await;
+    browser.press("checklist").await;
     browser
         .wait_js(
             "the item first",
@@ -211,7 +201,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
             json!(["Item", "Release checklist"]),
         )
         .await;
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser
         .wait_css(".item-row[data-index='27'][aria-current='true']")
         .await;
@@ -227,7 +217,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
 
     // Validate runs the same validation as the button and says so in the status line.
     ctrl_k(&browser).await;
-    press(&browser, "validate").await;
+    browser.press("validate").await;
     browser
         .wait_js(
             "Validate first",
@@ -235,7 +225,7 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
             json!("Validate"),
         )
         .await;
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser.wait_count(".palette", 0).await;
     browser
         .wait_status("Validation complete: 0 errors, 0 warnings")
@@ -251,11 +241,11 @@ async fn the_palette_opens_a_preset_switches_surface_jumps_to_an_item_and_valida
 
     // Nothing matches: the list says so, Enter does nothing.
     ctrl_k(&browser).await;
-    press(&browser, "zzqqxx").await;
+    browser.press("zzqqxx").await;
     browser
         .wait_eq(".palette-list .palette-empty", "No command matches.")
         .await;
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     assert_eq!(browser.count(".palette").await, 1);
     // A click on the backdrop closes it.
     browser
@@ -287,7 +277,7 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
             json!("0"),
         )
         .await;
-    press(&browser, "?").await;
+    browser.press("?").await;
     browser.wait_css(".shortcuts").await;
     assert_eq!(
         browser
@@ -312,7 +302,7 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
         );
     }
     // Escape closes it and the item row has the focus again.
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".shortcuts", 0).await;
     browser
         .wait_js(
@@ -330,7 +320,7 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
             vec![],
         )
         .await;
-    press(&browser, "?").await;
+    browser.press("?").await;
     browser
         .wait_js(
             "the ? typed",
@@ -341,7 +331,7 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
     assert_eq!(browser.count(".shortcuts").await, 0);
     // So is it in the filter field.
     browser.click(".sidebar input.search").await;
-    press(&browser, "?").await;
+    browser.press("?").await;
     assert_eq!(browser.value(".sidebar input.search").await, "?");
     assert_eq!(browser.count(".shortcuts").await, 0);
     browser.fill(".sidebar input.search", "").await;
@@ -352,7 +342,7 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
     browser.click(".shortcuts .open-palette").await;
     browser.wait_css(".palette .palette-input").await;
     assert_eq!(browser.count(".shortcuts").await, 0);
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".palette", 0).await;
     browser
         .wait_js(
@@ -375,14 +365,14 @@ async fn question_mark_lists_the_shortcuts_except_in_a_text_field_and_both_fit_a
     browser.screenshot("shortcuts-390").await;
     browser.click(".shortcuts .open-palette").await;
     browser.wait_css(".palette .palette-input").await;
-    press(&browser, "rel").await;
+    browser.press("rel").await;
     browser
         .wait_css(".palette-list [role=option][aria-selected=true]")
         .await;
     assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
     assert!(browser.in_viewport(".palette .palette-input").await);
     browser.screenshot("palette-390").await;
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".palette", 0).await;
 
     browser.assert_no_errors().await;

@@ -244,15 +244,6 @@ async fn a_concurrent_edit_on_disk_is_a_conflict_that_overwrites_nothing() {
     browser.close().await;
 }
 
-async fn press(browser: &Browser, keys: &str) {
-    let el = browser
-        .client
-        .active_element()
-        .await
-        .expect("a focused element");
-    el.send_keys(keys).await.expect("keys");
-}
-
 async fn focused_name(browser: &Browser) -> Value {
     browser
         .js(
@@ -283,7 +274,7 @@ async fn delegation_is_operable_with_the_keyboard_only() {
             vec![],
         )
         .await;
-    press(&browser, " ").await;
+    browser.press(" ").await;
     browser
         .wait_js(
             "checkbox checked",
@@ -291,15 +282,15 @@ async fn delegation_is_operable_with_the_keyboard_only() {
             json!(true),
         )
         .await;
-    press(&browser, &Key::Tab).await;
+    browser.press(&Key::Tab).await;
     assert_eq!(focused_name(&browser).await, json!("delegation-timeout"));
-    press(&browser, "90").await;
-    press(&browser, &Key::Tab).await;
+    browser.press("90").await;
+    browser.press(&Key::Tab).await;
     assert_eq!(
         focused_name(&browser).await,
         json!("primary save-delegation")
     );
-    press(&browser, &Key::Enter).await;
+    browser.press(&Key::Enter).await;
     browser
         .wait_eq(".delegation-timeout-value", "90 s (this profile's entry)")
         .await;

@@ -100,16 +100,6 @@ async fn wait_focus(browser: &Browser, want: &str) {
         .await;
 }
 
-/// Sends `key` to the focused element as real key events.
-async fn press(browser: &Browser, key: &str) {
-    let el = browser
-        .client
-        .active_element()
-        .await
-        .expect("a focused element");
-    el.send_keys(key).await.expect("keys");
-}
-
 async fn toggle_label(browser: &Browser) -> String {
     browser
         .text(".surface-menu-toggle .surface-menu-current")
@@ -245,7 +235,7 @@ async fn every_surface_is_reachable_on_a_phone_and_the_desktop_tabs_stay() {
             vec![],
         )
         .await;
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser.wait_css(".surface-menu-list").await;
     wait_focus(&browser, "item:Presets").await;
     assert_eq!(
@@ -257,27 +247,27 @@ async fn every_surface_is_reachable_on_a_phone_and_the_desktop_tabs_stay() {
             .await,
         json!("true")
     );
-    press(&browser, &Key::Down.to_string()).await;
+    browser.press(&Key::Down.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Profiles"));
-    press(&browser, &Key::End.to_string()).await;
+    browser.press(&Key::End.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Delegation"));
-    press(&browser, &Key::Down.to_string()).await;
+    browser.press(&Key::Down.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Presets"), "↓ wraps");
-    press(&browser, &Key::Up.to_string()).await;
+    browser.press(&Key::Up.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Delegation"), "↑ wraps");
-    press(&browser, &Key::Home.to_string()).await;
+    browser.press(&Key::Home.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Presets"));
-    press(&browser, &Key::Escape.to_string()).await;
+    browser.press(&Key::Escape.to_string()).await;
     browser.wait_count(".surface-menu-list", 0).await;
     wait_focus(&browser, "surface-menu-toggle").await;
 
     // Enter on an entry switches; the focus returns to the button, which names the new surface.
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     wait_focus(&browser, "item:Presets").await;
-    press(&browser, &Key::Down.to_string()).await;
-    press(&browser, &Key::Down.to_string()).await;
+    browser.press(&Key::Down.to_string()).await;
+    browser.press(&Key::Down.to_string()).await;
     assert_eq!(focused(&browser).await, json!("item:Capabilities"));
-    press(&browser, &Key::Enter.to_string()).await;
+    browser.press(&Key::Enter.to_string()).await;
     browser.wait_css(".capabilities").await;
     browser.wait_count(".surface-menu-list", 0).await;
     wait_focus(&browser, "surface-menu-toggle").await;

@@ -79,15 +79,6 @@ async fn wait_errors(browser: &Browser, want: Value) {
         .await;
 }
 
-async fn focused_keys(browser: &Browser, keys: &str) {
-    let el = browser
-        .client
-        .active_element()
-        .await
-        .expect("a focused element");
-    el.send_keys(keys).await.expect("typing");
-}
-
 async fn options(browser: &Browser) -> Value {
     browser
         .js(
@@ -258,7 +249,7 @@ async fn errors_are_underlined_where_they_are_and_listed_with_line_and_column() 
 async fn completion_by_keyboard_offers_runtime_fields_parameters_filters_and_statements() {
     let (_server, browser) = open("").await;
     caret_at(&browser, 0).await;
-    focused_keys(&browser, "{{ runtime.").await;
+    browser.press("{{ runtime.").await;
     wait_options(
         &browser,
         json!([
@@ -286,36 +277,36 @@ async fn completion_by_keyboard_offers_runtime_fields_parameters_filters_and_sta
         .await;
     assert_eq!(state, json!([true, true]));
     // Typing narrows, ↓ moves, Enter accepts.
-    focused_keys(&browser, "t").await;
+    browser.press("t").await;
     wait_options(&browser, json!(["time", "timezone", "tool"])).await;
-    focused_keys(&browser, &Key::Down).await;
+    browser.press(&Key::Down).await;
     assert_eq!(
         options(&browser).await,
         json!([["time", "false"], ["timezone", "true"], ["tool", "false"]])
     );
-    focused_keys(&browser, &Key::Enter).await;
+    browser.press(&Key::Enter).await;
     assert_eq!(browser.value(AREA).await, "{{ runtime.timezone");
     assert_eq!(options(&browser).await, Value::Null);
     // Filters after `|`, accepted with Tab.
-    focused_keys(&browser, " | u").await;
+    browser.press(" | u").await;
     wait_options(&browser, json!(["upper"])).await;
-    focused_keys(&browser, &Key::Tab).await;
+    browser.press(&Key::Tab).await;
     assert_eq!(browser.value(AREA).await, "{{ runtime.timezone | upper");
-    focused_keys(&browser, " }}\n{% ").await;
+    browser.press(" }}\n{% ").await;
     wait_options(&browser, json!(["if", "else", "endif"])).await;
-    focused_keys(&browser, &Key::Enter).await;
+    browser.press(&Key::Enter).await;
     // `if ` is followed by the paths: the Preset's parameters among them.
-    focused_keys(&browser, "parameters.").await;
+    browser.press("parameters.").await;
     wait_options(&browser, json!(["strict", "tone"])).await;
     // Escape closes the list and nothing else.
-    focused_keys(&browser, &Key::Escape).await;
+    browser.press(&Key::Escape).await;
     assert_eq!(options(&browser).await, Value::Null);
     assert_eq!(
         browser.value(AREA).await,
         "{{ runtime.timezone | upper }}\n{% if parameters."
     );
     // Ctrl+Space opens it where typing did not.
-    focused_keys(&browser, &(Key::Control + " ")).await;
+    browser.press(&(Key::Control + " ")).await;
     wait_options(&browser, json!(["strict", "tone"])).await;
     // The list is accessible while open.
     assert_eq!(browser.axe().await, Vec::<String>::new());

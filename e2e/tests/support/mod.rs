@@ -569,6 +569,16 @@ impl Browser {
         .await;
     }
 
+    /// Sends `keys` to the element that has the focus, as real key events.
+    pub async fn press(&self, keys: &str) {
+        let el = self
+            .client
+            .active_element()
+            .await
+            .expect("a focused element");
+        el.send_keys(keys).await.expect("keys");
+    }
+
     /// Types into the focused element with real key events.
     pub async fn type_keys(&self, css: &str, keys: &str) {
         let el = self.wait_css(css).await;
