@@ -305,9 +305,16 @@ async fn completion_by_keyboard_offers_runtime_fields_parameters_filters_and_sta
         browser.value(AREA).await,
         "{{ runtime.timezone | upper }}\n{% if parameters."
     );
-    // Ctrl+Space opens it where typing did not.
+    // Ctrl+Space opens it where typing did not, right under the caret's line.
     browser.press(&(Key::Control + " ")).await;
     wait_options(&browser, json!(["strict", "tone"])).await;
+    let placed = browser
+        .js(
+            "const line = document.querySelectorAll('.tpl-hl .tl')[1].getBoundingClientRect();              const list = document.querySelector('.tpl-complete').getBoundingClientRect();              return [list.top >= line.bottom - 1 && list.top <= line.bottom + 6, list.left > line.left + 100 && list.left < line.right];",
+            vec![],
+        )
+        .await;
+    assert_eq!(placed, json!([true, true]), "the list sits under the caret");
     // The list is accessible while open.
     assert_eq!(browser.axe().await, Vec::<String>::new());
     browser.screenshot("template-editor-completion").await;

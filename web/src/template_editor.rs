@@ -169,7 +169,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         }
         if wants_completion.get_value() {
             wants_completion.set_value(false);
-            show_completion(&layer, painted, at, scope(), popup);
+            show_completion(&layer, area, painted, at, scope(), popup);
         } else if popup.with_untracked(Option::is_some) {
             // The caret moved: keep the list only while it still completes the same word.
             let still = at.is_some_and(|u| {
@@ -649,6 +649,7 @@ fn index_of(node: &web_sys::Node) -> Option<usize> {
 /// Computes the completion at the caret and shows it under the caret (or hides the list).
 fn show_completion(
     layer: &web_sys::HtmlElement,
+    area: NodeRef<html::Textarea>,
     painted: StoredValue<Painted>,
     at: Option<usize>,
     scope: Scope,
@@ -673,6 +674,10 @@ fn show_completion(
     if completion.items.iter().all(|item| item.insert == typed) {
         close_popup(popup);
         return;
+    }
+    // The layer follows the textarea's scroll at the next frame; the list is placed now.
+    if let Some(a) = area.get_untracked() {
+        layer.set_scroll_top(a.scroll_top());
     }
     let (left, top) = caret_point(layer, line, column).unwrap_or((0.0, 0.0));
     popup.set(Some(Popup {
