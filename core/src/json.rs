@@ -307,6 +307,19 @@ pub fn utf16_len(text: &str) -> usize {
     text.chars().map(char::len_utf16).sum()
 }
 
+/// The byte offset of the first character boundary at or after `units` UTF-16 code units
+/// (`text.len()` past the end).
+pub fn utf16_to_byte(text: &str, units: usize) -> usize {
+    let mut count = 0;
+    for (index, c) in text.char_indices() {
+        if count >= units {
+            return index;
+        }
+        count += c.len_utf16();
+    }
+    text.len()
+}
+
 /// ECMAScript `Number.prototype.toString` for a finite number (`-0` → `0`).
 pub fn format_number(n: f64) -> Result<String, EmitError> {
     if !n.is_finite() {

@@ -358,6 +358,34 @@ async fn hovering_a_path_shows_its_value_in_the_preview_environment() {
         )
         .await;
     browser.screenshot("template-editor-hover").await;
+    // At phone width the editor fits the screen, the layer still lines up with the textarea.
+    browser.viewport(390, 844).await;
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+    let widths = browser
+        .js(
+            "const t = document.querySelector(arguments[0]); const l = document.querySelector('.tpl-hl'); \
+             return [t.clientWidth === l.clientWidth, t.scrollHeight === l.scrollHeight, t.getBoundingClientRect().right <= window.innerWidth];",
+            vec![json!(AREA)],
+        )
+        .await;
+    assert_eq!(widths, json!([true, true, true]));
+    browser
+        .js(
+            "document.querySelector('.tpl').scrollIntoView({block: 'center'}); return true;",
+            vec![],
+        )
+        .await;
+    // A tooltip near the right edge grows to the left, inside the screen, not squeezed.
+    hover("selectedToolsText").await;
+    browser.wait_css(".tpl-hover").await;
+    let tip = browser
+        .js(
+            "const r = document.querySelector('.tpl-hover').getBoundingClientRect(); return [r.left >= 0, r.right <= window.innerWidth, r.width >= 150];",
+            vec![],
+        )
+        .await;
+    assert_eq!(tip, json!([true, true, true]), "the tooltip fits at 390 px");
+    browser.screenshot("template-editor-390").await;
     browser.assert_no_errors().await;
     browser.close().await;
 }

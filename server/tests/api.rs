@@ -692,6 +692,9 @@ fn stacks_list_read_export_validate_preview_activate() {
     );
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(bad["error"], "stack must be a JSON object, not array.");
+    let (status, _, unknown) = f.send(Method::POST, "/api/stacks/nope/template-env", &json!({}));
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown["error"], "Unknown prompt stack: nope");
     assert_eq!(body["preview"]["messages"].as_array().unwrap().len(), 1);
     // An unsaved stack can be previewed as a draft; without a draft it is 404.
     let (status, _, body) = f.send(

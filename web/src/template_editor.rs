@@ -78,7 +78,14 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
     let wants_completion = StoredValue::new(false);
     // Set while an accepted completion is inserted: that input opens no list.
     let accepting = StoredValue::new(false);
-    let hover_text: RwSignal<Option<(String, f64, f64)>> = RwSignal::new(None);
+    let hover_text: RwSignal<Option<Tip>> = RwSignal::new(None);
+    // A resized window moves the text under the tooltip: it goes until the pointer moves again.
+    let resize = window_event_listener(leptos::ev::resize, move |_| {
+        if hover_text.try_with_untracked(Option::is_some) == Some(true) {
+            hover_text.set(None);
+        }
+    });
+    on_cleanup(move || resize.remove());
     let caret_place: RwSignal<String> = RwSignal::new(String::new());
     let caret_path: RwSignal<String> = RwSignal::new(String::new());
     let env: RwSignal<Option<Value>> = RwSignal::new(None);
@@ -189,9 +196,9 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
 
     // The preview environment: at once when the editor appears, then after each pause in
     // typing while it has the focus.
-    let env_text = text.clone();
+    // Any change of the draft can change them (its tool policy, slots and parameters too).
     Effect::new(move |_| {
-        let _ = env_text();
+        ed.draft.track();
         if !focused.get() && env.with_untracked(Option::is_some) {
             return;
         }
@@ -351,7 +358,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
             let body = layer.parent_element();
             let shown = found.zip(body).map(|(h, body)| {
                 let r = body.get_bounding_client_rect();
-                (h.describe(), x - r.left(), y - r.top() + 18.0)
+                Tip::new(h.describe(), x - r.left(), y - r.top() + 18.0, r.width())
             });
             if hover_text.with_untracked(|h| *h != shown) {
                 hover_text.set(shown);
@@ -404,6 +411,7 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                             l.set_scroll_top(a.scroll_top());
                         }
                         close_popup(popup);
+                        hover_text.set(None);
                     }
                     on:mousemove=on_mousemove></textarea>
                 <ul class="tpl-complete" role="listbox" id=list_id_attr aria-label="Completions"
@@ -425,8 +433,12 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                         }).collect_view()
                     })}
                 </ul>
-                {move || hover_text.get().map(|(t, x, y)| view! {
-                    <div class="tpl-hover" role="tooltip" style:left=format!("{x}px") style:top=format!("{y}px")>{t}</div>
+                {move || hover_text.get().map(|tip| view! {
+                    <div class="tpl-hover" role="tooltip"
+                        style:left=tip.left.map(|l| format!("{l}px")).unwrap_or_default()
+                        style:right=tip.right.map(|r| format!("{r}px")).unwrap_or_default()
+                        style:top=format!("{}px", tip.top)
+                        style:max-width=format!("min(60ch, {}px)", tip.room)>{tip.text}</div>
                 })}
             </div>
             <p class="tpl-status" id=status_id aria-hidden="true">{move || {
@@ -448,6 +460,36 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                 }).collect_view()}
             </ul>
         </div>
+    }
+}
+
+/// The tooltip of the path under the pointer: anchored at the pointer's left in the left half of
+/// the editor and at its right in the right half, so it grows into the room there is.
+#[derive(Clone, PartialEq)]
+struct Tip {
+    text: String,
+    left: Option<f64>,
+    right: Option<f64>,
+    top: f64,
+    /// The widest it may be without leaving the editor.
+    room: f64,
+}
+
+impl Tip {
+    fn new(text: String, x: f64, top: f64, width: f64) -> Tip {
+        let x = x.clamp(0.0, width);
+        let (left, right, room) = if x <= width / 2.0 {
+            (Some(x), None, width - x)
+        } else {
+            (None, Some(width - x), x)
+        };
+        Tip {
+            text,
+            left,
+            right,
+            top,
+            room: (room - 4.0).max(120.0),
+        }
     }
 }
 
@@ -580,7 +622,9 @@ fn text_position(div: &web_sys::Element, column: usize) -> Option<(web_sys::Node
         } else {
             child.first_child()?
         };
-        let len = node.text_content().map_or(0, |t: String| utf16_len(&t));
+        let len = node
+            .text_content()
+            .map_or(0, |t: String| forge_core::json::utf16_len(&t));
         if left <= len {
             return Some((node, left));
         }
@@ -588,10 +632,6 @@ fn text_position(div: &web_sys::Element, column: usize) -> Option<(web_sys::Node
         last = Some((node, len));
     }
     last.or_else(|| Some((div.clone().into(), 0)))
-}
-
-fn utf16_len(text: &str) -> usize {
-    text.chars().map(char::len_utf16).sum()
 }
 
 /// The UTF-16 offset of the text under a point, read from the highlight layer under the
@@ -626,7 +666,9 @@ fn offset_at_point(
         }
         let mut sibling = current.previous_sibling();
         while let Some(s) = sibling {
-            column += s.text_content().map_or(0, |t: String| utf16_len(&t));
+            column += s
+                .text_content()
+                .map_or(0, |t: String| forge_core::json::utf16_len(&t));
             sibling = s.previous_sibling();
         }
         current = parent;

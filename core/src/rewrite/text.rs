@@ -95,15 +95,7 @@ pub(crate) fn scope_start(text: &str, max_chars: Option<usize>) -> usize {
     if len <= max {
         return 0;
     }
-    let head_units = len - max;
-    let mut units = 0;
-    for (index, c) in text.char_indices() {
-        if units >= head_units {
-            return index;
-        }
-        units += c.len_utf16();
-    }
-    text.len()
+    crate::json::utf16_to_byte(text, len - max)
 }
 
 /// The matches `String.prototype.replace` would visit: the first one only for a non-global rule,

@@ -341,14 +341,7 @@ fn trimmed(text: &str, start: usize, end: usize) -> (usize, usize) {
 
 /// The byte offset of the UTF-16 offset `units` (clamped to the text, and to a char boundary).
 pub fn byte_offset(text: &str, units: usize) -> usize {
-    let mut count = 0;
-    for (i, c) in text.char_indices() {
-        if count >= units {
-            return i;
-        }
-        count += c.len_utf16();
-    }
-    text.len()
+    crate::json::utf16_to_byte(text, units)
 }
 
 /// The UTF-16 offset of the byte offset `byte`.

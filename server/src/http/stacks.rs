@@ -429,11 +429,12 @@ async fn template_env(
     let body = body.object()?;
     let (stack, label, _) = previewed_stack(&state, &sel, &body)?;
     let runtime = state.runtime();
+    // The compiler's frozen scope (tool and skill policy, slots, parameters); nothing is rendered.
     let env = tokio::task::spawn_blocking(move || {
         let macros = MacroRegistry::new();
         let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
         input.stack_key = Some(label);
-        compile::compile_with_env(&input).1
+        compile::Compiler::new(&input).template_env()
     })
     .await?;
     let field = |name: &str| env.get(name).cloned().unwrap_or_else(|| json!({}));
