@@ -149,6 +149,104 @@ pub struct StackRow {
     pub shadowed: bool,
 }
 
+/// What the app shows wherever it cannot act without a live Pi session (also the live
+/// indicator's tooltip, which the server-drawn first screen shows too).
+pub const NO_LIVE_SESSION: &str =
+    "No live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install).";
+
+/// A badge of a row in the Presets list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowBadge {
+    /// The badge's kind, also its CSS class: `active`, `error`, `warning` or `muted`.
+    pub kind: &'static str,
+    pub text: String,
+    /// Tooltip; `None` for the `active` badge.
+    pub title: Option<String>,
+    /// The name read out instead of the text (the counts: "2 errors").
+    pub label: Option<String>,
+}
+
+/// `n thing` or `n things`.
+fn count_of(n: usize, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+/// How the Presets list shows a row. The web app and the page the server renders before the
+/// app starts both draw the row from these, so the two cannot disagree.
+impl StackRow {
+    /// The Preset's name, or its id when it has no (or a blank) name.
+    pub fn title(&self) -> &str {
+        self.name
+            .as_deref()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or(&self.common.id)
+    }
+
+    /// `replace · 3 items`.
+    pub fn detail(&self) -> String {
+        format!("{} · {}", self.mode, count_of(self.item_count, "item"))
+    }
+
+    /// The row's badges in the order shown; empty for most rows.
+    pub fn badges(&self) -> Vec<RowBadge> {
+        let mut out = Vec::new();
+        if self.active {
+            out.push(RowBadge {
+                kind: "active",
+                text: "active".into(),
+                title: None,
+                label: None,
+            });
+        }
+        for (n, kind, thing, mark) in [
+            (self.common.errors, "error", "error", "✕"),
+            (self.common.warnings, "warning", "warning", "!"),
+        ] {
+            if n > 0 {
+                let label = count_of(n, thing);
+                out.push(RowBadge {
+                    kind,
+                    text: format!("{n} {mark}"),
+                    title: Some(label.clone()),
+                    label: Some(label),
+                });
+            }
+        }
+        let muted = [
+            (
+                self.shadowed,
+                "shadowed",
+                "A project Preset with the same id hides this one",
+            ),
+            (self.legacy, "legacy", ".pi/prompt-stacks (legacy folder)"),
+        ];
+        for (on, text, title) in muted {
+            if on {
+                out.push(RowBadge {
+                    kind: "muted",
+                    text: text.into(),
+                    title: Some(title.into()),
+                    label: None,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl StackList {
+    /// The row to open when nothing is open: the active Preset, else the first row of `scope`,
+    /// else the first row.
+    pub fn opening(&self, scope: &str) -> Option<&StackRow> {
+        let active = self.active_id.as_deref();
+        self.stacks
+            .iter()
+            .find(|r| active == Some(r.common.selector.as_str()))
+            .or_else(|| self.stacks.iter().find(|r| r.common.scope == scope))
+            .or_else(|| self.stacks.first())
+    }
+}
+
 /// `GET /api/stacks` (also embedded in the page as `forge-initial.list`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -970,6 +1068,88 @@ mod tests {
             crate::json::to_compact(&serde_json::to_value(&typed).expect("writes")),
             crate::json::to_compact(&value)
         );
+    }
+
+    fn row(selector: &str, name: Option<&str>) -> StackRow {
+        let (scope, id) = selector.split_once(':').unwrap_or(("project", selector));
+        StackRow {
+            common: ResourceView {
+                selector: selector.into(),
+                id: id.into(),
+                scope: scope.into(),
+                ..Default::default()
+            },
+            name: name.map(str::to_string),
+            mode: "append".into(),
+            item_count: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_row_shows_its_name_or_id_its_mode_and_item_count_and_its_badges_in_order() {
+        let mut r = row("project:reviewer", Some("  "));
+        assert_eq!(r.title(), "reviewer");
+        assert_eq!(r.detail(), "append · 1 item");
+        assert_eq!(r.badges(), vec![]);
+        r.name = Some("Careful reviewer".into());
+        r.item_count = 0;
+        r.active = true;
+        r.common.errors = 2;
+        r.common.warnings = 1;
+        r.shadowed = true;
+        r.legacy = true;
+        assert_eq!(r.title(), "Careful reviewer");
+        assert_eq!(r.detail(), "append · 0 items");
+        let shown: Vec<_> = r
+            .badges()
+            .into_iter()
+            .map(|b| (b.kind, b.text, b.title, b.label))
+            .collect();
+        let s = |t: &str| Some(t.to_string());
+        assert_eq!(
+            shown,
+            vec![
+                ("active", "active".into(), None, None),
+                ("error", "2 ✕".into(), s("2 errors"), s("2 errors")),
+                ("warning", "1 !".into(), s("1 warning"), s("1 warning")),
+                (
+                    "muted",
+                    "shadowed".into(),
+                    s("A project Preset with the same id hides this one"),
+                    None
+                ),
+                (
+                    "muted",
+                    "legacy".into(),
+                    s(".pi/prompt-stacks (legacy folder)"),
+                    None
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_list_opens_the_active_preset_else_the_scopes_first_else_the_first() {
+        let mut list = StackList {
+            stacks: vec![
+                row("global:a", None),
+                row("project:b", None),
+                row("project:c", None),
+            ],
+            ..Default::default()
+        };
+        let opened = |l: &StackList, scope| l.opening(scope).map(|r| r.common.selector.clone());
+        assert_eq!(opened(&list, "project").as_deref(), Some("project:b"));
+        assert_eq!(opened(&list, "global").as_deref(), Some("global:a"));
+        list.active_id = Some("project:c".into());
+        assert_eq!(opened(&list, "global").as_deref(), Some("project:c"));
+        list.active_id = Some("project:gone".into());
+        list.stacks.remove(1);
+        list.stacks.remove(1);
+        assert_eq!(opened(&list, "project").as_deref(), Some("global:a"));
+        list.stacks.clear();
+        assert_eq!(opened(&list, "project"), None);
     }
 
     #[test]

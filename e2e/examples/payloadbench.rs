@@ -99,7 +99,7 @@ async fn main() {
     let (mut open, mut expand, mut search) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         browser.client.goto(&server.base).await.expect("reload");
-        browser.wait_css(".app .topbar").await;
+        browser.wait_app().await;
         open.push(
             timed(
                 &browser,

@@ -20,7 +20,7 @@ async fn main() {
     c.goto(url).await.unwrap();
     c.wait()
         .at_most(Duration::from_secs(20))
-        .for_element(Locator::Css(".app"))
+        .for_element(Locator::Css(support::APP_READY))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;

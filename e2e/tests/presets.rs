@@ -599,7 +599,7 @@ async fn shell_security_layout_theme_guard_and_json_apply() {
     browser.click("button.theme-toggle").await;
     assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
     browser.client.refresh().await.unwrap();
-    browser.wait_css(".app .topbar").await;
+    browser.wait_app().await;
     browser.wait_status("Loaded alpha").await;
     assert_eq!(browser.js(theme, vec![]).await, json!("dark"));
     browser.click_text("button.surface-tab", "Profiles").await;

@@ -37,17 +37,22 @@ mod widgets;
 
 fn main() {
     mark("pi-forge:app-start");
-    // index.html's loading line (see there).
-    if let Some(splash) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id("boot-splash"))
-    {
-        splash.remove();
-    }
     console_error_panic_hook::set_once();
     forge_core::stack::set_pattern_checker(jsregex::check);
     leptos::mount::mount_to_body(shell::Shell);
+    // The page's stand-in for the first screen (drawn by the server: the same top bar and rows,
+    // see server/src/http/first_screen.rs), or index.html's loading line without one. Removed in
+    // the task that mounted the app, so no frame shows both or neither.
+    let document = web_sys::window().and_then(|w| w.document());
+    for id in [FIRST_SCREEN_ID, "boot-splash"] {
+        if let Some(el) = document.as_ref().and_then(|d| d.get_element_by_id(id)) {
+            el.remove();
+        }
+    }
 }
+
+/// The id of the server-drawn first screen (server/src/http/first_screen.rs).
+pub const FIRST_SCREEN_ID: &str = "forge-first-screen";
 
 /// A performance mark (read by `cargo xtask bench`; see e2e/examples/navbench.rs).
 pub fn mark(name: &str) {

@@ -46,6 +46,7 @@ pub fn Shell() -> impl IntoView {
     if !state::boot_list(app) {
         state::refresh_stacks(app);
     }
+    take_first_screen_search(app);
     state::load_resources(app);
     // The editor, the preview dock and the dialogs are built after the first paint.
     request_animation_frame(move || {
@@ -209,6 +210,33 @@ pub fn Shell() -> impl IntoView {
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
             <crate::palette::PaletteLayer/>
         </div>
+    }
+}
+
+/// Takes over what was typed into the server-drawn first screen's search box before the app
+/// started (and the focus, when the box had it).
+fn take_first_screen_search(app: App) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let selector = format!("#{} .search", crate::FIRST_SCREEN_ID);
+    let Some(input) = document
+        .query_selector(&selector)
+        .ok()
+        .flatten()
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    let text = input.value();
+    if !text.is_empty() {
+        app.search.set(text);
+    }
+    let focused = document
+        .active_element()
+        .is_some_and(|a| a.is_same_node(Some(&input)));
+    if focused {
+        focus_later(".sidebar .search".into());
     }
 }
 
@@ -550,8 +578,7 @@ fn StackSidebar() -> impl IntoView {
                         let sel2 = r.selector.clone();
                         let is_selected = move || selected.with(|s| s.as_deref() == Some(sel2.as_str()));
                         let is_selected2 = is_selected.clone();
-                        let title = r.name.clone().unwrap_or_else(|| r.id.clone());
-                        let detail = format!("{} · {} item{}", r.mode, r.items, if r.items == 1 { "" } else { "s" });
+                        let (title, detail) = (r.title.clone(), r.detail.clone());
                         let sel3 = r.selector.clone();
                         // Where the search text occurs in the Preset's content.
                         let found = move || hits.with(|(asked, h)| h.get(&sel3).filter(|_| app.search.with(|q| q.trim() == asked.as_str())).map(|hit| {
@@ -582,22 +609,14 @@ fn StackSidebar() -> impl IntoView {
 
 /// The badges of a stack row; no element at all for a row without any (most rows).
 fn row_badges(r: &state::StackRow) -> Option<AnyView> {
-    if !(r.active || r.errors > 0 || r.warnings > 0 || r.shadowed || r.legacy) {
+    if r.badges.is_empty() {
         return None;
     }
     Some(view! {
         <span class="row-badges">
-            {r.active.then(|| view! { <span class="badge active">"active"</span> })}
-            {(r.errors > 0).then(|| {
-                let label = format!("{} error{}", r.errors, if r.errors == 1 { "" } else { "s" });
-                view! { <span class="badge error" title=label.clone() aria-label=label>{r.errors}" ✕"</span> }
-            })}
-            {(r.warnings > 0).then(|| {
-                let label = format!("{} warning{}", r.warnings, if r.warnings == 1 { "" } else { "s" });
-                view! { <span class="badge warning" title=label.clone() aria-label=label>{r.warnings}" !"</span> }
-            })}
-            {r.shadowed.then(|| view! { <span class="badge muted" title="A project Preset with the same id hides this one">"shadowed"</span> })}
-            {r.legacy.then(|| view! { <span class="badge muted" title=".pi/prompt-stacks (legacy folder)">"legacy"</span> })}
+            {r.badges.iter().map(|b| view! {
+                <span class=format!("badge {}", b.kind) title=b.title.clone() aria-label=b.label.clone()>{b.text.clone()}</span>
+            }).collect_view()}
         </span>
     }.into_any())
 }

@@ -75,36 +75,32 @@ pub enum Tab {
     Json,
 }
 
-/// One row of the stack list (`GET /api/stacks`).
+/// One row of the stack list (`GET /api/stacks`), with what the row shows (forge-core's
+/// `StackRow::title`, `detail` and `badges`, also used by the page the server renders).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackRow {
     pub selector: String,
     pub id: String,
     pub scope: String,
     pub name: Option<String>,
-    pub mode: String,
-    pub items: usize,
-    pub errors: usize,
-    pub warnings: usize,
     pub active: bool,
-    pub shadowed: bool,
-    pub legacy: bool,
+    pub title: String,
+    pub detail: String,
+    pub badges: Vec<forge_core::api::RowBadge>,
 }
 
 impl StackRow {
     fn from_row(v: forge_core::api::StackRow) -> StackRow {
+        let (title, detail, badges) = (v.title().to_string(), v.detail(), v.badges());
         StackRow {
             selector: v.common.selector,
             id: v.common.id,
             scope: v.common.scope,
             name: v.name.filter(|n| !n.trim().is_empty()),
-            mode: v.mode,
-            items: v.item_count,
-            errors: v.common.errors,
-            warnings: v.common.warnings,
             active: v.active,
-            shadowed: v.shadowed,
-            legacy: v.legacy,
+            title,
+            detail,
+            badges,
         }
     }
 }
@@ -544,6 +540,9 @@ pub fn boot_generation(app: App) -> Option<u64> {
 /// opens the active stack or the first one. `loads_before` is the editor's load count when the
 /// list was asked for.
 fn apply_list(app: App, v: StackList, loads_before: u64) {
+    let pick = v
+        .opening(app.scope.get_untracked().as_str())
+        .map(|r| (r.common.selector.clone(), r.common.scope.clone()));
     let rows: Vec<StackRow> = v.stacks.into_iter().map(StackRow::from_row).collect();
     app.active_id.set(v.active_id);
     app.trusted.set(v.trusted);
@@ -572,31 +571,18 @@ fn apply_list(app: App, v: StackList, loads_before: u64) {
     match open {
         // A stack the user chose is on its way.
         None if app.editor.load_pending() => {}
-        None => {
-            let pick = app.stacks.with_untracked(|rows| {
-                let active = app.active_id.get_untracked();
-                rows.iter()
-                    .find(|r| Some(&r.selector) == active.as_ref())
-                    .or_else(|| {
-                        rows.iter()
-                            .find(|r| r.scope == app.scope.get_untracked().as_str())
-                    })
-                    .or_else(|| rows.first())
-                    .map(|r| (r.selector.clone(), r.scope.clone()))
-            });
-            match pick {
-                Some((sel, scope)) => {
-                    // The list shows the opened Preset's scope (an untrusted project has
-                    // global Presets only).
-                    if let Some(scope) = Scope::parse(&scope) {
-                        app.scope.set(scope);
-                    }
-                    load_stack(app, sel, true)
+        None => match pick {
+            Some((sel, scope)) => {
+                // The list shows the opened Preset's scope (an untrusted project has global
+                // Presets only).
+                if let Some(scope) = Scope::parse(&scope) {
+                    app.scope.set(scope);
                 }
-                None if first_load => app.say("No prompt stacks found.", Tone::Info),
-                None => {}
+                load_stack(app, sel, true)
             }
-        }
+            None if first_load => app.say("No prompt stacks found.", Tone::Info),
+            None => {}
+        },
         Some(sel) => {
             let exists = app
                 .stacks
@@ -909,9 +895,7 @@ pub fn load_resources(app: App) {
     });
 }
 
-/// The message shown wherever the app cannot act without a live Pi session.
-pub const NO_LIVE_SESSION: &str =
-    "No live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install).";
+pub use forge_core::api::NO_LIVE_SESSION;
 
 /// Takes a new view of the live Pi session (a `live` event or `GET /api/live`). When the
 /// session or what it runs changed, lists that show the live facts are refetched.

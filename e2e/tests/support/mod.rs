@@ -36,6 +36,10 @@ pub const STARTUP: Duration = Duration::from_secs(30);
 /// How long a UI condition may take (a busy 2-core machine included).
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// The app's top bar, not the server-drawn first screen's (`#forge-first-screen`, removed when
+/// the app mounts).
+pub const APP_READY: &str = ".app:not(#forge-first-screen) .topbar";
+
 /// A child process leading its own process group; drop kills the whole group.
 pub struct Group {
     child: Child,
@@ -435,7 +439,13 @@ impl Browser {
     /// Opens the editor and waits until the app has rendered its frame.
     pub async fn open(&self, server: &Server) {
         self.client.goto(&server.url).await.expect("page loads");
-        self.wait_css(".app .topbar").await;
+        self.wait_app().await;
+    }
+
+    /// Waits until the app has started: the page's server-drawn first screen (same markup, not
+    /// interactive) is gone and the app's own top bar is there.
+    pub async fn wait_app(&self) {
+        self.wait_css(APP_READY).await;
     }
 
     /// Waits (up to 10 s) for an element matching `css`.

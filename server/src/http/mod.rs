@@ -18,6 +18,7 @@ mod encoding;
 pub mod error;
 mod events;
 pub mod extract;
+pub mod first_screen;
 mod host;
 mod meta;
 mod payloads;

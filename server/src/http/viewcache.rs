@@ -16,6 +16,7 @@ use forge_core::workspace::WorkspaceSnapshot;
 use serde_json::Value;
 
 use super::encoding::Encoded;
+use super::first_screen;
 use super::views::stack_summary;
 use super::ServerState;
 
@@ -30,18 +31,22 @@ pub struct Views {
     generation: u64,
     /// `GET /api/stacks`.
     pub list: Encoded,
+    /// The same list, for the page's first screen.
+    list_value: StackList,
     /// `GET /`: the page with the list embedded; `None` without a web bundle.
     page: OnceLock<Option<Encoded>>,
 }
 
 impl Views {
-    /// The page: `index.html` with the initial data as a JSON script element before `</body>`.
+    /// The page: `index.html` with the first screen in place of its loading line and the
+    /// initial data as a JSON script element before `</body>`.
     pub fn page(&self) -> Option<&Encoded> {
         self.page
             .get_or_init(|| {
                 let html = super::assets::index_html()?;
+                let html = with_first_screen(html, &first_screen::render(&self.list_value));
                 Some(Encoded::on_demand(Bytes::from(embed_initial(
-                    html,
+                    &html,
                     self.generation,
                     self.list.identity(),
                 ))))
@@ -80,13 +85,16 @@ impl ViewCache {
                 return views;
             }
         }
-        let list = list_json(state, &snapshot, active.as_deref(), &problems);
+        let list_value = stack_list(state, &snapshot, active.as_deref(), &problems);
+        // Plain data: serializing it cannot fail.
+        let list = json::to_compact(&serde_json::to_value(&list_value).unwrap_or(Value::Null));
         let views = Arc::new(Views {
             snapshot: Arc::downgrade(&snapshot),
             active,
             problems,
             generation,
             list: Encoded::on_demand(Bytes::from(list)),
+            list_value,
             page: OnceLock::new(),
         });
         self.current.store(Some(Arc::clone(&views)));
@@ -94,14 +102,14 @@ impl ViewCache {
     }
 }
 
-/// The body of `GET /api/stacks`: `{stacks, activeId, trusted, cwd, problems}`.
-fn list_json(
+/// `GET /api/stacks`: `{stacks, activeId, trusted, cwd, problems}`.
+fn stack_list(
     state: &ServerState,
     snapshot: &WorkspaceSnapshot,
     active: Option<&str>,
     problems: &[Diagnostic],
-) -> String {
-    let list = StackList {
+) -> StackList {
+    StackList {
         stacks: snapshot
             .stacks
             .iter()
@@ -111,9 +119,23 @@ fn list_json(
         trusted: snapshot.trusted,
         cwd: state.project.display().to_string(),
         problems: problems.to_vec(),
+    }
+}
+
+/// The element `index.html` paints while the app loads; the first screen takes its place.
+const SPLASH_START: &str = "<p id=\"boot-splash\"";
+
+/// `html` with its loading line (`<p id="boot-splash" …>…</p>`) replaced by `first_screen`;
+/// unchanged when the page has no loading line.
+pub fn with_first_screen(html: &str, first_screen: &str) -> String {
+    let Some(start) = html.find(SPLASH_START) else {
+        return html.to_string();
     };
-    // Plain data: serializing it cannot fail.
-    json::to_compact(&serde_json::to_value(&list).unwrap_or(Value::Null))
+    let Some(len) = html[start..].find("</p>") else {
+        return html.to_string();
+    };
+    let end = start + len + "</p>".len();
+    format!("{}{first_screen}{}", &html[..start], &html[end..])
 }
 
 /// The id of the script element that carries the initial data.
@@ -136,6 +158,20 @@ pub fn embed_initial(html: &str, generation: u64, list: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_screen_takes_the_place_of_the_loading_line() {
+        let page = "<body>\n<p id=\"boot-splash\" class=\"boot-splash\"><b>x</b> y</p>\n<noscript>n</noscript></body>";
+        assert_eq!(
+            with_first_screen(page, "<div id=\"f\"></div>"),
+            "<body>\n<div id=\"f\"></div>\n<noscript>n</noscript></body>"
+        );
+        assert_eq!(with_first_screen("<body></body>", "<div>"), "<body></body>");
+        assert_eq!(
+            with_first_screen("<p id=\"boot-splash\">", "<div>"),
+            "<p id=\"boot-splash\">"
+        );
+    }
 
     #[test]
     fn the_initial_data_goes_before_the_body_end_and_cannot_close_its_element() {

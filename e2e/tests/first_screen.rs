@@ -1,0 +1,186 @@
+//! The first screen the server draws into the page (server/src/http/first_screen.rs): the rows
+//! are on screen before the wasm has loaded, and when the app takes over, its top bar and list
+//! have the same markup in the same places, so nothing moves.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{pretty, sample_stack, Browser, Server, NO_LIVE_SESSION};
+
+const STACKS: &str = "project/.pi/forge/prompt-stacks";
+
+/// `shape(node)`: a DOM subtree as comparable data: `[tag, [[attribute, value]…], children]`,
+/// attributes sorted, class names sorted, children without comments or empty text and with
+/// adjacent text joined. What the app changes after it opened the first Preset (the row's
+/// `selected` class and `aria-current`) is left out.
+const SHAPE: &str = r#"
+const shape = (n) => {
+  const attrs = [...n.attributes]
+    .filter((a) => a.name !== 'aria-current')
+    .map((a) => [a.name, a.name === 'class'
+      ? a.value.split(/\s+/).filter((c) => c && c !== 'selected').sort().join(' ')
+      : a.value])
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const kids = [];
+  for (const c of n.childNodes) {
+    if (c.nodeType === 1) kids.push(shape(c));
+    else if (c.nodeType === 3 && c.textContent !== '') {
+      if (typeof kids[kids.length - 1] === 'string') kids[kids.length - 1] += c.textContent;
+      else kids.push(c.textContent);
+    }
+  }
+  return [n.tagName.toLowerCase(), attrs, kids];
+};
+"#;
+
+/// The parts of the first screen and of the app that must be the same, as shapes (see
+/// [`SHAPE`]): the sidebar, and the top bar's fixed parts (the status line and the session badge
+/// change as the app works).
+const PARTS: &str = r#"
+const parts = (root) => Object.fromEntries(
+  ['.topbar .brand', '.topbar .surface-menu', '.topbar nav.surfaces', '#live-indicator',
+   '.topbar .shortcuts-button', '.topbar .theme-toggle', '.sidebar']
+    .map((css) => { const e = root.querySelector(css); return [css, e ? shape(e) : null]; }));
+"#;
+
+/// Where the rows and the top bar are, rounded to 0.1 px, measured without scrollbars around the
+/// sidebar (at 390 px the opened Preset's editor makes its column scroll; the app's first frame,
+/// like the server's, has no editor yet).
+const GEOMETRY: &str = r#"
+for (let e = document.querySelector('.sidebar'); e; e = e.parentElement) e.style.overflow = 'hidden';
+const round = (v) => Math.round(v * 10) / 10;
+const box = (e) => { const r = e.getBoundingClientRect(); return [round(r.x), round(r.y), round(r.width), round(r.height)]; };
+return {
+  topbar: box(document.querySelector('.topbar')),
+  search: box(document.querySelector('.sidebar .search')),
+  rows: [...document.querySelectorAll('.stack-row')].map(box),
+};
+"#;
+
+/// The page as the server sends it (the session cookie is set by then).
+async fn page_html(browser: &Browser) -> String {
+    let v = browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch('/').then((r) => r.text()).then(done);",
+            vec![],
+        )
+        .await
+        .expect("GET /");
+    v.as_str().expect("text").to_string()
+}
+
+/// Compares the server's first screen with the app's at one window width.
+async fn same_screen_at(width: u32) {
+    let legacy = sample_stack("old", "Old", "Legacy text.");
+    let files = [
+        (
+            format!("{STACKS}/alpha.json"),
+            pretty(&sample_stack("alpha", "Alpha", "A.")),
+        ),
+        (
+            format!("{STACKS}/beta.json"),
+            pretty(&sample_stack("beta", "<b>Beta & \"co\"</b>", "B.")),
+        ),
+        (
+            format!("{STACKS}/broken.json"),
+            "{ \"id\": \"broken\", ".to_string(),
+        ),
+        (
+            "project/.pi/prompt-stacks/old.json".to_string(),
+            pretty(&legacy),
+        ),
+        (
+            "global/prompt-stacks/gamma.json".to_string(),
+            pretty(&sample_stack("gamma", "Gamma", "G.")),
+        ),
+    ];
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let server = Server::start_with(&refs, &[]);
+    let browser = Browser::start().await;
+    browser.client.set_window_size(width, 900).await.unwrap();
+    browser.open(&server).await;
+    browser.wait_status("Loaded alpha").await;
+    assert_eq!(
+        browser.count("#forge-first-screen").await,
+        0,
+        "the app removed it"
+    );
+
+    let html = page_html(&browser).await;
+    let script = format!(
+        "{SHAPE}{PARTS}const doc = new DOMParser().parseFromString(arguments[0], 'text/html'); \
+         const first = doc.getElementById('forge-first-screen'); \
+         return {{busy: first.getAttribute('aria-busy'), \
+           titles: [...first.querySelectorAll('.row-title')].map((e) => e.textContent), \
+           badges: [...first.querySelectorAll('.row-badges')].map((e) => e.textContent), \
+           first: parts(first), app: parts(document.querySelector('.app'))}};"
+    );
+    let seen = browser.js(&script, vec![json!(html)]).await;
+    assert_eq!(seen["busy"], "true");
+    assert_eq!(
+        seen["titles"],
+        json!(["Alpha", "<b>Beta & \"co\"</b>", "broken.json", "Old"])
+    );
+    assert_eq!(seen["badges"], json!(["1 ✕", "legacy"]));
+    let (first, app) = (&seen["first"], &seen["app"]);
+    for (part, shape) in first.as_object().expect("parts") {
+        assert_ne!(shape, &Value::Null, "the first screen has {part}");
+        assert_eq!(shape, &app[part], "{part} differs at {width} px");
+    }
+    assert_eq!(
+        first["#live-indicator"][1],
+        json!([
+            ["aria-label", "No live Pi session"],
+            ["class", "live-indicator"],
+            ["data-live", "false"],
+            ["id", "live-indicator"],
+            ["role", "status"],
+            ["title", NO_LIVE_SESSION]
+        ])
+    );
+
+    // Where things are: the app's screen, then the server's in the same window (the page
+    // without its scripts, so the app does not start again).
+    let app_geometry = browser.js(GEOMETRY, vec![]).await;
+    let start = html
+        .find("<script type=\"module\"")
+        .expect("the boot script");
+    let end = start + html[start..].find("</script>").expect("its end") + "</script>".len();
+    let static_page = format!("{}{}", &html[..start], &html[end..]);
+    assert!(!static_page.contains("<script type=\"module\""));
+    browser
+        .js(
+            "document.open(); document.write(arguments[0]); document.close(); return true;",
+            vec![json!(static_page)],
+        )
+        .await;
+    browser.wait_css("#forge-first-screen .stack-row").await;
+    browser
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             const css = document.querySelector('link[rel=stylesheet]'); \
+             if (css.sheet) done(); else css.addEventListener('load', () => done());",
+            vec![],
+        )
+        .await
+        .expect("the stylesheet loads");
+    let first_geometry = browser.js(GEOMETRY, vec![]).await;
+    assert_eq!(first_geometry["rows"].as_array().map(Vec::len), Some(4));
+    assert_eq!(first_geometry, app_geometry, "at {width} px");
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_is_the_apps_at_1280_px() {
+    same_screen_at(1280).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_is_the_apps_at_390_px() {
+    same_screen_at(390).await;
+}
