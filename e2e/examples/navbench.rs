@@ -20,7 +20,11 @@
 //! forces the 50 rows through style and layout (an inherited custom property and the list's
 //! width change) and reports the median of 31 rounds. `longFramesUntilPaintMedianMs` sums the
 //! Long Animation Frames (over 50 ms) before the paint mark: script time, and the rendering
-//! update (style, layout, paint). Prints one JSON object.
+//! update (style, layout, paint). The page itself draws the top bar and the rows (the server's
+//! first screen, replaced by the app when it mounts): `firstVisitFirstScreenPaintedMs` and
+//! `warmReloadFirstScreenPaintedMs` are when that was painted (the first contentful paint, counted
+//! only when the page was parsed by then), and `rowsInServedPage` how many rows it draws. Prints
+//! one JSON object.
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -33,6 +37,17 @@ const DEFAULT_SAMPLES: usize = 30;
 const MARKS: &str =
     "const m = performance.getEntriesByName('pi-forge:stack-list-painted', 'mark'); \
     return m.length ? m[0].startTime : null;";
+
+/// When the page's own first screen (top bar and rows, drawn by the server) was painted: the
+/// first contentful paint, provided the page was parsed by then (so all its rows were in it);
+/// `null` otherwise.
+const FIRST_SCREEN: &str = "const nav = performance.getEntriesByType('navigation')[0]; \
+    const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+    return p && nav.domInteractive <= p.startTime ? p.startTime : null;";
+
+/// How many rows the page as served draws (read once, from a fresh `GET /`).
+const ROWS_IN_PAGE: &str = "const done = arguments[arguments.length - 1]; \
+    fetch('/').then((r) => r.text()).then((t) => done(t.split('class=\"stack-row').length - 1));";
 
 /// Everything the breakdown needs, read from the page after the rows were painted.
 const TIMINGS: &str = r#"
@@ -146,6 +161,7 @@ async fn main() {
             let run = &mut runs[i];
             let browser = open_painted(&run.server.url).await;
             let mut t = browser.js(TIMINGS, vec![]).await;
+            t["firstScreen"] = browser.js(FIRST_SCREEN, vec![]).await;
             let frames = browser
                 .client
                 .execute_async(FRAMES, vec![])
@@ -162,6 +178,11 @@ async fn main() {
             t["bytesSettled"] = browser.js(BYTES, vec![]).await;
             if n == 0 {
                 run.resources = browser.js(RESOURCES, vec![]).await;
+                run.rows_in_page = browser
+                    .client
+                    .execute_async(ROWS_IN_PAGE, vec![])
+                    .await
+                    .expect("GET /");
             }
             browser.assert_no_errors().await;
             browser.close().await;
@@ -182,6 +203,13 @@ async fn main() {
                 .await
                 .expect("navigation");
             run.reloads.push(wait_painted(browser).await);
+            run.reload_first_screen.push(
+                browser
+                    .js(FIRST_SCREEN, vec![])
+                    .await
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
+            );
             assert_eq!(
                 browser.count(".stack-row").await,
                 STACKS,
@@ -226,6 +254,10 @@ struct Run {
     visits: Vec<Value>,
     resources: Value,
     reloads: Vec<f64>,
+    /// The first contentful paint of each reload (see [`FIRST_SCREEN`]).
+    reload_first_screen: Vec<f64>,
+    /// Rows the served page draws itself (0 for a build without the first screen).
+    rows_in_page: Value,
     warm_bytes: Vec<f64>,
     restyle: Vec<f64>,
 }
@@ -238,6 +270,8 @@ impl Run {
             visits: Vec::new(),
             resources: Value::Null,
             reloads: Vec::new(),
+            reload_first_screen: Vec::new(),
+            rows_in_page: Value::Null,
             warm_bytes: Vec::new(),
             restyle: Vec::new(),
         }
@@ -265,6 +299,8 @@ impl Run {
             "stacks": STACKS,
             "samples": samples,
             "firstVisitMs": stats(field("painted")),
+            "firstVisitFirstScreenPaintedMs": stats(field("firstScreen")),
+            "rowsInServedPage": self.rows_in_page,
             "firstVisitRowsRenderedMs": stats(field("rows")),
             "firstVisitTargetMedianMs": 100,
             "breakdownMedianMs": {
@@ -277,6 +313,7 @@ impl Run {
                 "listFetch": stats(seg("listEnd", "listStart"))["median"],
                 "listToRows": stats(list_to_rows)["median"],
                 "rowsToPaint": stats(seg("painted", "rows"))["median"],
+                "htmlToFirstScreenPaint": stats(seg("firstScreen", "docEnd"))["median"],
             },
             "longFramesUntilPaintMedianMs": {
                 "script": stats(field("framesScriptMs"))["median"],
@@ -289,6 +326,7 @@ impl Run {
                 "resourcesOfFirstSample": self.resources,
             },
             "warmReloadMs": stats(self.reloads.clone()),
+            "warmReloadFirstScreenPaintedMs": stats(self.reload_first_screen.clone()),
             "warmReloadTargetMedianMs": 60,
             "warmReloadBytes": stats(self.warm_bytes.clone()),
             "rowsRestyleMedianMs": stats(self.restyle.clone()),

@@ -70,8 +70,9 @@ async fn page_html(browser: &Browser) -> String {
     v.as_str().expect("text").to_string()
 }
 
-/// Compares the server's first screen with the app's at one window width.
-async fn same_screen_at(width: u32) {
+/// Compares the server's first screen with the app's at one window width, in the light or (after
+/// the theme was switched, which the app tells the server in a cookie) the dark theme.
+async fn same_screen_at(width: u32, dark: bool) {
     let legacy = sample_stack("old", "Old", "Legacy text.");
     let files = [
         (
@@ -104,6 +105,11 @@ async fn same_screen_at(width: u32) {
     browser.client.set_window_size(width, 900).await.unwrap();
     browser.open(&server).await;
     browser.wait_status("Loaded alpha").await;
+    if dark {
+        browser.click("button.theme-toggle").await;
+        browser.open(&server).await;
+        browser.wait_status("Loaded alpha").await;
+    }
     assert_eq!(
         browser.count("#forge-first-screen").await,
         0,
@@ -115,12 +121,17 @@ async fn same_screen_at(width: u32) {
         "{SHAPE}{PARTS}const doc = new DOMParser().parseFromString(arguments[0], 'text/html'); \
          const first = doc.getElementById('forge-first-screen'); \
          return {{busy: first.getAttribute('aria-busy'), \
+           theme: doc.documentElement.getAttribute('data-theme'), \
            titles: [...first.querySelectorAll('.row-title')].map((e) => e.textContent), \
            badges: [...first.querySelectorAll('.row-badges')].map((e) => e.textContent), \
            first: parts(first), app: parts(document.querySelector('.app'))}};"
     );
     let seen = browser.js(&script, vec![json!(html)]).await;
     assert_eq!(seen["busy"], "true");
+    assert_eq!(
+        seen["theme"],
+        if dark { json!("dark") } else { Value::Null }
+    );
     assert_eq!(
         seen["titles"],
         json!(["Alpha", "<b>Beta & \"co\"</b>", "broken.json", "Old"])
@@ -177,10 +188,10 @@ async fn same_screen_at(width: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_screen_is_the_apps_at_1280_px() {
-    same_screen_at(1280).await;
+    same_screen_at(1280, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_first_screen_is_the_apps_at_390_px() {
-    same_screen_at(390).await;
+async fn the_first_screen_is_the_apps_at_390_px_in_the_dark_theme() {
+    same_screen_at(390, true).await;
 }

@@ -19,13 +19,25 @@ fn storage() -> Option<web_sys::Storage> {
 }
 
 fn apply_theme(dark: bool) {
-    if let Some(root) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.document_element())
-    {
-        let _ = root.set_attribute("data-theme", if dark { "dark" } else { "light" });
+    let theme = if dark { "dark" } else { "light" };
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if let Some(root) = document.document_element() {
+        let _ = root.set_attribute("data-theme", theme);
+    }
+    // The server draws the page's first screen in this theme on the next load (it cannot read
+    // local storage). Every port of the host shares the cookie; each app sets it from its own
+    // storage when it starts.
+    if let Ok(html) = document.dyn_into::<web_sys::HtmlDocument>() {
+        let _ = html.set_cookie(&format!(
+            "{THEME_COOKIE}={theme}; path=/; max-age=31536000; SameSite=Strict"
+        ));
     }
 }
+
+/// The theme cookie's name (server/src/http/first_screen.rs reads it).
+const THEME_COOKIE: &str = "pi_forge_theme";
 
 #[component]
 pub fn Shell() -> impl IntoView {

@@ -131,7 +131,9 @@ pub fn index_html() -> Option<&'static str> {
 /// `GET /` (after the guard): the page with the stack list embedded, never cached.
 pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Response {
     let views = state.views.current(&state);
-    match views.page() {
+    let dark =
+        super::security::cookie_value(&request, super::first_screen::THEME_COOKIE) == Some("dark");
+    match views.page(dark) {
         Some(page) => {
             let mut headers = HeaderMap::new();
             headers.insert(

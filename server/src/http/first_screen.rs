@@ -27,8 +27,13 @@ const SURFACES: [&str; 6] = [
     "Delegation",
 ];
 
-/// The first screen for `list`: `<div id="forge-first-screen" class="app">…</div>`.
-pub fn render(list: &StackList) -> String {
+/// The cookie the app sets to `dark` or `light` with its theme (its own choice lives in local
+/// storage, which the server cannot read), so the page is drawn in that theme from the start.
+pub const THEME_COOKIE: &str = "pi_forge_theme";
+
+/// The first screen for `list` in the dark or light theme: `<div id="forge-first-screen"
+/// class="app">…</div>`.
+pub fn render(list: &StackList, dark: bool) -> String {
     let mut h = String::with_capacity(512 + list.stacks.len() * 200);
     h.push_str("<div id=\"");
     h.push_str(FIRST_SCREEN_ID);
@@ -81,11 +86,17 @@ pub fn render(list: &StackList) -> String {
              files are read-only.\">Read-only</span>",
         );
     }
-    h.push_str(
+    let (theme_label, theme_icon) = if dark {
+        ("Use light theme", "☀")
+    } else {
+        ("Use dark theme", "☾")
+    };
+    let _ = write!(
+        h,
         "<button class=\"shortcuts-button icon\" aria-label=\"Keyboard shortcuts\" \
          title=\"Keyboard shortcuts (?) and the command palette (Ctrl+K)\">?</button>\
-         <button class=\"theme-toggle icon\" aria-label=\"Use dark theme\" \
-         title=\"Use dark theme\">☾</button></header>",
+         <button class=\"theme-toggle icon\" aria-label=\"{theme_label}\" \
+         title=\"{theme_label}\">{theme_icon}</button></header>"
     );
     if !list.problems.is_empty() {
         h.push_str("<div class=\"banner error workspace-problems\" role=\"alert\"><ul>");
@@ -246,7 +257,7 @@ mod tests {
             trusted: true,
             ..Default::default()
         };
-        let html = render(&list);
+        let html = render(&list, false);
         assert!(html.contains("<button class=\"seg-button current\" aria-pressed=\"true\">Global<"));
         assert!(html.contains("data-selector=\"global:g\""));
         assert!(!html.contains("data-selector=\"project:a\""));
@@ -258,7 +269,7 @@ mod tests {
         list.active_id = None;
         list.trusted = false;
         list.problems = vec![Diagnostic::error("Cannot list <dir>.")];
-        let html = render(&list);
+        let html = render(&list, false);
         // No project Presets: the list opens on the global ones.
         assert!(html.contains("<button class=\"seg-button current\" aria-pressed=\"true\">Global<"));
         assert!(html.contains("data-selector=\"global:g\""));
@@ -268,7 +279,7 @@ mod tests {
         ));
 
         list.stacks.clear();
-        let html = render(&list);
+        let html = render(&list, false);
         assert!(html.contains("<li class=\"empty\">No prompt stacks found.</li>"));
         assert!(html.contains("aria-live=\"polite\">No prompt stacks found.</output>"));
         assert!(

@@ -43,7 +43,8 @@ pub fn token_matches(presented: &str, token: &str) -> bool {
     bool::from(presented.as_bytes().ct_eq(token.as_bytes()))
 }
 
-fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// The value of the cookie `name`, if the request has it.
+pub fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

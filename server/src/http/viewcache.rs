@@ -33,18 +33,27 @@ pub struct Views {
     pub list: Encoded,
     /// The same list, for the page's first screen.
     list_value: StackList,
-    /// `GET /`: the page with the list embedded; `None` without a web bundle.
-    page: OnceLock<Option<Encoded>>,
+    /// `GET /`: the page with the list embedded, light and dark; `None` without a web bundle.
+    page: [OnceLock<Option<Encoded>>; 2],
 }
 
 impl Views {
-    /// The page: `index.html` with the first screen in place of its loading line and the
-    /// initial data as a JSON script element before `</body>`.
-    pub fn page(&self) -> Option<&Encoded> {
-        self.page
+    /// The page: `index.html` in the light or dark theme, with the first screen in place of its
+    /// loading line and the initial data as a JSON script element before `</body>`.
+    pub fn page(&self, dark: bool) -> Option<&Encoded> {
+        self.page[usize::from(dark)]
             .get_or_init(|| {
                 let html = super::assets::index_html()?;
-                let html = with_first_screen(html, &first_screen::render(&self.list_value));
+                let html = with_first_screen(html, &first_screen::render(&self.list_value, dark));
+                let html = if dark {
+                    html.replacen(
+                        "<html lang=\"en\">",
+                        "<html lang=\"en\" data-theme=\"dark\">",
+                        1,
+                    )
+                } else {
+                    html
+                };
                 Some(Encoded::on_demand(Bytes::from(embed_initial(
                     &html,
                     self.generation,
@@ -95,7 +104,7 @@ impl ViewCache {
             generation,
             list: Encoded::on_demand(Bytes::from(list)),
             list_value,
-            page: OnceLock::new(),
+            page: Default::default(),
         });
         self.current.store(Some(Arc::clone(&views)));
         views
