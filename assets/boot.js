@@ -17,7 +17,11 @@ const link = (selector) => document.querySelector(selector)?.getAttribute("href"
 const module = link('link[rel="modulepreload"]');
 const wasm = link('link[rel="preload"][as="fetch"]');
 
-// A dynamic import (static ones are hoisted) so the handlers above see loading errors too.
-import(module)
-  .then((app) => app.default({ module_or_path: wasm }))
-  .catch((e) => console.error("pi-forge failed to start:", e));
+// A dynamic import (static ones are hoisted) so the handlers above see loading errors too. It
+// starts after the page's first screen (drawn by the server) was painted: compiling the module
+// and the wasm would otherwise compete with that paint. The preload links fetch both meanwhile.
+const start = () =>
+  import(module)
+    .then((app) => app.default({ module_or_path: wasm }))
+    .catch((e) => console.error("pi-forge failed to start:", e));
+requestAnimationFrame(() => setTimeout(start, 0));
