@@ -70,6 +70,32 @@ async fn page_html(browser: &Browser) -> String {
     v.as_str().expect("text").to_string()
 }
 
+/// The served page's first screen next to the app's screen: its `aria-busy`, the page's theme,
+/// row titles, badge texts, and both screens' [`PARTS`] and status line.
+async fn compare(browser: &Browser, html: &str) -> Value {
+    let script = format!(
+        "{SHAPE}{PARTS}const doc = new DOMParser().parseFromString(arguments[0], 'text/html'); \
+         const first = doc.getElementById('forge-first-screen'); \
+         const app = document.querySelector('.app'); \
+         return {{busy: first.getAttribute('aria-busy'), \
+           theme: doc.documentElement.getAttribute('data-theme'), \
+           titles: [...first.querySelectorAll('.row-title')].map((e) => e.textContent), \
+           badges: [...first.querySelectorAll('.row-badges')].map((e) => e.textContent), \
+           status: [first, app].map((e) => e.querySelector('.topbar .status').textContent), \
+           first: parts(first), app: parts(app)}};"
+    );
+    browser.js(&script, vec![json!(html)]).await
+}
+
+/// Every part of [`PARTS`] is in the first screen and the same in the app.
+fn same_parts(seen: &Value, when: &str) {
+    let (first, app) = (&seen["first"], &seen["app"]);
+    for (part, shape) in first.as_object().expect("parts") {
+        assert_ne!(shape, &Value::Null, "the first screen has {part}");
+        assert_eq!(shape, &app[part], "{part} differs {when}");
+    }
+}
+
 /// Compares the server's first screen with the app's at one window width, in the light or (after
 /// the theme was switched, which the app tells the server in a cookie) the dark theme.
 async fn same_screen_at(width: u32, dark: bool) {
@@ -117,16 +143,7 @@ async fn same_screen_at(width: u32, dark: bool) {
     );
 
     let html = page_html(&browser).await;
-    let script = format!(
-        "{SHAPE}{PARTS}const doc = new DOMParser().parseFromString(arguments[0], 'text/html'); \
-         const first = doc.getElementById('forge-first-screen'); \
-         return {{busy: first.getAttribute('aria-busy'), \
-           theme: doc.documentElement.getAttribute('data-theme'), \
-           titles: [...first.querySelectorAll('.row-title')].map((e) => e.textContent), \
-           badges: [...first.querySelectorAll('.row-badges')].map((e) => e.textContent), \
-           first: parts(first), app: parts(document.querySelector('.app'))}};"
-    );
-    let seen = browser.js(&script, vec![json!(html)]).await;
+    let seen = compare(&browser, &html).await;
     assert_eq!(seen["busy"], "true");
     assert_eq!(
         seen["theme"],
@@ -137,11 +154,8 @@ async fn same_screen_at(width: u32, dark: bool) {
         json!(["Alpha", "<b>Beta & \"co\"</b>", "broken.json", "Old"])
     );
     assert_eq!(seen["badges"], json!(["1 ✕", "legacy"]));
-    let (first, app) = (&seen["first"], &seen["app"]);
-    for (part, shape) in first.as_object().expect("parts") {
-        assert_ne!(shape, &Value::Null, "the first screen has {part}");
-        assert_eq!(shape, &app[part], "{part} differs at {width} px");
-    }
+    same_parts(&seen, &format!("at {width} px"));
+    let first = &seen["first"];
     assert_eq!(
         first["#live-indicator"][1],
         json!([
@@ -194,4 +208,40 @@ async fn the_first_screen_is_the_apps_at_1280_px() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_screen_is_the_apps_at_390_px_in_the_dark_theme() {
     same_screen_at(390, true).await;
+}
+
+/// Without any Preset both screens say so, in the list and in the status line, and the project
+/// is read-only when started `--untrusted` (the top bar's badge).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_untrusted_project_has_the_same_first_screen() {
+    let server = Server::start(&["--untrusted"]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("No prompt stacks found.").await;
+    let html = page_html(&browser).await;
+    let seen = compare(&browser, &html).await;
+    same_parts(&seen, "without Presets");
+    assert_eq!(seen["titles"], json!([]));
+    assert_eq!(
+        seen["status"],
+        json!(["No prompt stacks found.", "No prompt stacks found."])
+    );
+    let list = "return new DOMParser().parseFromString(arguments[0], 'text/html') \
+        .querySelector('#forge-first-screen .stack-list').outerHTML;";
+    assert_eq!(
+        browser.js(list, vec![json!(html)]).await,
+        "<ul class=\"stack-list\"><li class=\"empty\">No prompt stacks found.</li></ul>"
+    );
+    let read_only = "return [...new DOMParser().parseFromString(arguments[0], 'text/html') \
+        .querySelectorAll('#forge-first-screen .topbar .badge.warn')].map((e) => e.textContent);";
+    assert_eq!(
+        browser.js(read_only, vec![json!(html)]).await,
+        json!(["Read-only"])
+    );
+    assert_eq!(
+        browser.text(".topbar .badge.warn").await.as_deref(),
+        Some("Read-only")
+    );
+    browser.assert_no_errors().await;
+    browser.close().await;
 }
