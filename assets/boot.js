@@ -18,6 +18,11 @@ const module = link('link[rel="modulepreload"]');
 const wasm = link('link[rel="preload"][as="fetch"]');
 
 // A dynamic import (static ones are hoisted) so the handlers above see loading errors too.
+// The module is kept for the loader of the lazily loaded chunks (`__wasm_split.js`, see
+// `split_loader` in xtask/src/main.rs), which must reach this instance, not a second copy.
 import(module)
-  .then((app) => app.default({ module_or_path: wasm }))
+  .then((app) => {
+    window.__forgeModule = app;
+    return app.default({ module_or_path: wasm });
+  })
   .catch((e) => console.error("pi-forge failed to start:", e));
