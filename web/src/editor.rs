@@ -40,12 +40,12 @@ pub fn StackWorkspace() -> impl IntoView {
             }
             .into_any();
         }
-        crate::split::editor()
+        view! { <Editor/> }.into_any()
     }
 }
 
 #[component]
-pub(crate) fn Editor() -> impl IntoView {
+fn Editor() -> impl IntoView {
     let app = app();
     let ed = app.editor;
     let dock = expect_context::<Dock>();

@@ -93,13 +93,3 @@ fn stack_dialog_view(dialog: crate::state::Dialog) -> AnyView {
 pub fn stack_dialog(dialog: crate::state::Dialog) -> AnyView {
     suspended(stack_dialog_view(dialog))
 }
-
-/// The Preset editor (a first visit shows the list and "Select a Preset").
-#[lazy]
-fn editor_view() -> AnyView {
-    view! { <crate::editor::Editor/> }.into_any()
-}
-
-pub fn editor() -> AnyView {
-    suspended(editor_view())
-}
