@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 
 use crate::dialogs::Dialogs;
 use crate::editor::StackWorkspace;
-use crate::preview::{Dock, PreviewDock};
+use crate::preview::Dock;
 use crate::state::{self, open_stack, App, Dialog, Scope, Surface, Tone};
 
 const THEME_KEY: &str = "pi-forge-theme";
@@ -412,13 +412,17 @@ fn LiveIndicator() -> impl IntoView {
 fn PresetsSurface() -> impl IntoView {
     let app = state::app();
     let ready = move || app.shell_ready.get();
+    let dock = expect_context::<Dock>();
+    // The dock shows nothing until it is first opened, so its code (`split`) is fetched then;
+    // once mounted it stays.
+    let dock_used = Memo::new(move |used: Option<&bool>| used == Some(&true) || dock.open.get());
     view! {
         <div class="presets">
             <StackSidebar/>
             <main class="workspace">
                 {move || ready().then(|| view! { <StackWorkspace/> })}
             </main>
-            {move || ready().then(|| view! { <PreviewDock/> })}
+            {move || (ready() && dock_used.get()).then(crate::split::preview_dock)}
         </div>
     }
 }

@@ -93,3 +93,13 @@ fn stack_dialog_view(dialog: crate::state::Dialog) -> AnyView {
 pub fn stack_dialog(dialog: crate::state::Dialog) -> AnyView {
     suspended(stack_dialog_view(dialog))
 }
+
+/// The preview dock, from its first opening on (it is closed on a first visit).
+#[lazy]
+fn preview_dock_view() -> AnyView {
+    view! { <crate::preview::PreviewDock/> }.into_any()
+}
+
+pub fn preview_dock() -> AnyView {
+    suspended(preview_dock_view())
+}
