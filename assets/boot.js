@@ -20,8 +20,13 @@ const wasm = link('link[rel="preload"][as="fetch"]');
 // A dynamic import (static ones are hoisted) so the handlers above see loading errors too. It
 // starts after the page's first screen (drawn by the server) was painted: compiling the module
 // and the wasm would otherwise compete with that paint. The preload links fetch both meanwhile.
+// The module is kept for the loader of the lazily loaded chunks (`__wasm_split.js`, see
+// `split_loader` in xtask/src/main.rs), which must reach this instance, not a second copy.
 const start = () =>
   import(module)
-    .then((app) => app.default({ module_or_path: wasm }))
+    .then((app) => {
+      window.__forgeModule = app;
+      return app.default({ module_or_path: wasm });
+    })
     .catch((e) => console.error("pi-forge failed to start:", e));
 requestAnimationFrame(() => setTimeout(start, 0));

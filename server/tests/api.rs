@@ -1676,6 +1676,62 @@ fn assets_are_sent_exactly_as_the_build_compressed_them() {
     assert_eq!(response.bytes().unwrap().to_vec(), dist_file("favicon.png"));
 }
 
+/// The parts of the wasm module that load on demand (`cargo xtask dist` cuts them off at the
+/// web crate's `#[lazy]` functions) and their loader: served like the rest of the bundle, as
+/// built, under the plain names the loader asks for (revalidated, like every plain name).
+#[test]
+fn split_chunks_and_their_loader_are_sent_as_built() {
+    let f = Fixture::new();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/dist");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n == "__wasm_split.js" || (n.ends_with(".wasm") && n != "forge_web_bg.wasm"))
+        .collect();
+    names.sort();
+    assert!(
+        names.iter().any(|n| n.ends_with(".wasm")) && names.iter().any(|n| n.ends_with(".js")),
+        "the bundle has no split chunks: {names:?}"
+    );
+    for name in names {
+        let mime = if name.ends_with(".wasm") {
+            "application/wasm"
+        } else {
+            "text/javascript"
+        };
+        for (accept, coding, file) in [
+            (Some("br, gzip"), Some("br"), format!("{name}.br")),
+            (Some("gzip"), Some("gzip"), format!("{name}.gz")),
+            (None, None, name.clone()),
+        ] {
+            let mut request = f.client.get(f.server.url(&format!("/assets/{name}")));
+            if let Some(accept) = accept {
+                request = request.header("accept-encoding", accept);
+            }
+            let response = request.send().unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{name} {accept:?}");
+            let headers = response.headers().clone();
+            assert_eq!(
+                headers.get("content-encoding").map(|v| v.to_str().unwrap()),
+                coding,
+                "{name} {accept:?}"
+            );
+            assert!(
+                headers["content-type"].to_str().unwrap().starts_with(mime),
+                "{name}: {:?}",
+                headers["content-type"]
+            );
+            assert_eq!(headers["cache-control"], "no-cache", "{name}");
+            assert!(headers.contains_key("etag"), "{name}");
+            assert_eq!(
+                sha256(&response.bytes().unwrap()),
+                sha256(&dist_file(&file)),
+                "{name} with {accept:?} is {file} byte for byte"
+            );
+        }
+    }
+}
+
 /// The JSON data block the page carries: `{generation, list}`.
 fn embedded(html: &str) -> Value {
     let open = "<script type=\"application/json\" id=\"forge-initial\">";

@@ -154,9 +154,7 @@ pub fn Dialogs() -> impl IntoView {
                 </div>
             }
             .into_any(),
-            Dialog::NewStack => view! { <NewStackDialog/> }.into_any(),
-            Dialog::Fork => view! { <ForkDialog/> }.into_any(),
-            Dialog::Import => view! { <ImportDialog/> }.into_any(),
+            dialog => crate::split::stack_dialog(dialog),
         };
         Some(view! {
             <div class="modal-backdrop" on:click=move |e| {
@@ -166,6 +164,16 @@ pub fn Dialogs() -> impl IntoView {
                 <div class="modal" role="dialog" aria-modal="true" aria-labelledby="dialog-title">{body}</div>
             </div>
         })
+    }
+}
+
+/// The New, Fork and Import dialogs (loaded on demand, see `split`).
+pub(crate) fn stack_dialog_body(dialog: Dialog) -> AnyView {
+    match dialog {
+        Dialog::NewStack => view! { <NewStackDialog/> }.into_any(),
+        Dialog::Fork => view! { <ForkDialog/> }.into_any(),
+        Dialog::Import => view! { <ImportDialog/> }.into_any(),
+        Dialog::Confirm { .. } => ().into_any(),
     }
 }
 

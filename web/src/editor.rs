@@ -7,7 +7,6 @@ use leptos::task::spawn_local;
 use serde_json::Value;
 
 use crate::api::{self, seg};
-use crate::bindings::CapabilitiesTab;
 use crate::items::ItemsTab;
 use crate::jp;
 use crate::policy::PolicyTab;
@@ -195,7 +194,7 @@ fn Editor() -> impl IntoView {
                         Tab::Stack => view! { <StackTab/> }.into_any(),
                         Tab::Regex => view! { <RegexTab/> }.into_any(),
                         Tab::Policy => view! { <PolicyTab/> }.into_any(),
-                        Tab::Capabilities => view! { <CapabilitiesTab/> }.into_any(),
+                        Tab::Capabilities => crate::split::capabilities_tab(),
                         Tab::Json => {
                             // The JSON text is a copy: a new revision (save, reload) refreshes it.
                             revision.track();

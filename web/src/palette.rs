@@ -369,16 +369,16 @@ pub fn PaletteLayer() -> impl IntoView {
     let p = palette();
     view! {
         <Show when=move || p.open.get()>
-            <PaletteDialog/>
+            {crate::split::palette(false)}
         </Show>
         <Show when=move || p.help.get()>
-            <ShortcutsOverlay/>
+            {crate::split::palette(true)}
         </Show>
     }
 }
 
 #[component]
-fn PaletteDialog() -> impl IntoView {
+pub(crate) fn PaletteDialog() -> impl IntoView {
     let app = state::app();
     let p = palette();
     let dock = expect_context::<Dock>();
@@ -493,7 +493,7 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
 ];
 
 #[component]
-fn ShortcutsOverlay() -> impl IntoView {
+pub(crate) fn ShortcutsOverlay() -> impl IntoView {
     let p = palette();
     view! {
         <div class="modal-backdrop palette-backdrop" on:click=move |e| {

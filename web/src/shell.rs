@@ -8,8 +8,7 @@ use wasm_bindgen::JsCast;
 
 use crate::dialogs::Dialogs;
 use crate::editor::StackWorkspace;
-use crate::preview::{Dock, PreviewDock};
-use crate::profiles::ProfilesSurface;
+use crate::preview::Dock;
 use crate::state::{self, open_stack, App, Dialog, Scope, Surface, Tone};
 
 const THEME_KEY: &str = "pi-forge-theme";
@@ -213,11 +212,11 @@ pub fn Shell() -> impl IntoView {
             }}
             {move || match app.surface.get() {
                 Surface::Presets => view! { <PresetsSurface/> }.into_any(),
-                Surface::Profiles => view! { <ProfilesSurface/> }.into_any(),
-                Surface::Capabilities => view! { <crate::capabilities::CapabilitiesSurface/> }.into_any(),
-                Surface::Payloads => view! { <crate::payloads::PayloadsSurface/> }.into_any(),
-                Surface::Session => view! { <crate::session::SessionSurface/> }.into_any(),
-                Surface::Delegation => view! { <crate::delegation::DelegationSurface/> }.into_any(),
+                Surface::Profiles => crate::split::profiles(),
+                Surface::Capabilities => crate::split::capabilities(),
+                Surface::Payloads => crate::split::payloads(),
+                Surface::Session => crate::split::session(),
+                Surface::Delegation => crate::split::delegation(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
             <crate::palette::PaletteLayer/>
@@ -453,13 +452,17 @@ fn LiveIndicator() -> impl IntoView {
 fn PresetsSurface() -> impl IntoView {
     let app = state::app();
     let ready = move || app.shell_ready.get();
+    let dock = expect_context::<Dock>();
+    // The dock shows nothing until it is first opened, so its code (`split`) is fetched then;
+    // once mounted it stays.
+    let dock_used = Memo::new(move |used: Option<&bool>| used == Some(&true) || dock.open.get());
     view! {
         <div class="presets">
             <StackSidebar/>
             <main class="workspace">
                 {move || ready().then(|| view! { <StackWorkspace/> })}
             </main>
-            {move || ready().then(|| view! { <PreviewDock/> })}
+            {move || (ready() && dock_used.get()).then(crate::split::preview_dock)}
         </div>
     }
 }
@@ -633,15 +636,26 @@ fn row_badges(r: &state::StackRow) -> Option<AnyView> {
     }.into_any())
 }
 
-/// Focuses the element matching `selector` on the next frame (after the DOM update).
+/// Focuses the element matching `selector` on the next frame (after the DOM update), or on a
+/// later one within about a second: a lazily loaded view (`split`) is on the page only once its
+/// chunk has arrived.
 pub fn focus_later(selector: String) {
+    focus_within_frames(selector, 60);
+}
+
+/// Tries on each of the next `frames` animation frames.
+fn focus_within_frames(selector: String, frames: u32) {
     request_animation_frame(move || {
-        if let Some(el) = web_sys::window()
+        match web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.query_selector(&selector).ok().flatten())
             .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
         {
-            let _ = el.focus();
+            Some(el) => {
+                let _ = el.focus();
+            }
+            None if frames > 1 => focus_within_frames(selector, frames - 1),
+            None => {}
         }
     });
 }

@@ -197,17 +197,22 @@ enum Setup {
 /// Tools located by setup.
 struct Tools {
     wasm_bindgen: PathBuf,
+    wasm_split: PathBuf,
 }
 
 fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     ensure_wasm_target(ctx)?;
     let wasm_bindgen = ensure_wasm_bindgen(ctx)?;
+    let wasm_split = ensure_wasm_split(ctx)?;
     ensure_npm_tools(ctx)?;
     if scope == Setup::All {
         ensure_chromium()?;
         ensure_pi_tools(ctx)?;
     }
-    Ok(Tools { wasm_bindgen })
+    Ok(Tools {
+        wasm_bindgen,
+        wasm_split,
+    })
 }
 
 fn ensure_wasm_target(ctx: &Ctx) -> Result {
@@ -293,6 +298,62 @@ fn ensure_wasm_bindgen(ctx: &Ctx) -> Result<PathBuf> {
         .find(|path| tool_version(path).as_deref() == Some(wanted.as_str()))
         .ok_or_else(|| Failure {
             message: format!("wasm-bindgen {wanted} was installed but cannot be found"),
+            hint: Some("add $CARGO_HOME/bin (usually ~/.cargo/bin) to PATH".into()),
+        })
+}
+
+/// The wasm-split CLI (crate `wasm_split_cli_support`, feature `build-binary`) that cuts the
+/// module at the web crate's `#[lazy]` functions. 0.2.4 reads the split-point format of
+/// `wasm_split_helpers` 0.2.x / `wasm_split_macros` 0.2.x (what Leptos 0.8 uses; Cargo.lock).
+const WASM_SPLIT_CRATE: &str = "wasm_split_cli_support";
+const WASM_SPLIT_VERSION: &str = "0.2.4";
+const WASM_SPLIT_BIN: &str = "wasm-split-cli";
+
+fn ensure_wasm_split(ctx: &Ctx) -> Result<PathBuf> {
+    let helpers = locked_version(&ctx.root.join("Cargo.lock"), "wasm_split_helpers")?;
+    if !helpers.starts_with("0.2.") {
+        return fail_with_hint(
+            format!(
+                "Cargo.lock has wasm_split_helpers {helpers}; {WASM_SPLIT_CRATE} {WASM_SPLIT_VERSION} reads 0.2.x"
+            ),
+            "update WASM_SPLIT_VERSION in xtask/src/main.rs to the matching wasm_split_cli_support",
+        );
+    }
+    // `cargo install --list` names the installed version: `wasm_split_cli_support v0.2.4:`.
+    let listed = capture(ctx.cargo().args(["install", "--list"])).unwrap_or_default();
+    let wanted = format!("{WASM_SPLIT_CRATE} v{WASM_SPLIT_VERSION}:");
+    let installed = listed.lines().any(|l| l.trim() == wanted);
+    if let (true, Some(path)) = (installed, find_programs(WASM_SPLIT_BIN).into_iter().next()) {
+        skipped(&format!(
+            "{WASM_SPLIT_BIN} {WASM_SPLIT_VERSION} at {}",
+            path.display()
+        ));
+        return Ok(path);
+    }
+    step(&format!(
+        "installing {WASM_SPLIT_CRATE} {WASM_SPLIT_VERSION} (the {WASM_SPLIT_BIN} binary; about 2 minutes on 2 cores)"
+    ));
+    run(ctx.cargo().args([
+        "install",
+        WASM_SPLIT_CRATE,
+        "--version",
+        WASM_SPLIT_VERSION,
+        "--features",
+        "build-binary",
+    ]))
+    .map_err(|f| {
+        with_hint(
+            f,
+            format!(
+                "cargo install {WASM_SPLIT_CRATE} --version {WASM_SPLIT_VERSION} --features build-binary"
+            ),
+        )
+    })?;
+    find_programs(WASM_SPLIT_BIN)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure {
+            message: format!("{WASM_SPLIT_BIN} was installed but cannot be found"),
             hint: Some("add $CARGO_HOME/bin (usually ~/.cargo/bin) to PATH".into()),
         })
 }
@@ -507,15 +568,21 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     let tools = setup(ctx, Setup::Wasm)?;
     let started = Instant::now();
 
-    step("building forge-web for wasm32 (profile wasm-release)");
+    step("building forge-web for wasm32 (profile wasm-release, relocations kept for wasm-split)");
+    // `cargo rustc` passes the link argument to forge-web only, so the dependencies stay cached.
     run(ctx.cargo().args([
-        "build",
+        "rustc",
         "-p",
         "forge-web",
+        "--bin",
+        "forge_web",
         "--target",
         WASM_TARGET,
         "--profile",
         "wasm-release",
+        "--",
+        "-C",
+        "link-arg=--emit-relocs",
     ]))?;
     let wasm = target_dir(ctx)?
         .join(WASM_TARGET)
@@ -531,28 +598,66 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     remove_dir_if_exists(staging)?;
     create_dir(staging)?;
 
-    step("generating JS bindings (wasm-bindgen --target web)");
+    // The module is cut at the `#[lazy]` functions (web/src/split.rs) before wasm-bindgen:
+    // `split/forge_web.wasm` is the main module, `split_*.wasm` / `chunk_*.wasm` the parts
+    // fetched on demand, `__wasm_split.js` their loader (imported by the main module's JS).
+    step("splitting the module at its #[lazy] functions (wasm-split-cli)");
+    let split_dir = wasm.with_file_name("split");
+    remove_dir_if_exists(&split_dir)?;
+    create_dir(&split_dir)?;
+    run(Command::new(&tools.wasm_split)
+        .arg(&wasm)
+        .arg(&split_dir)
+        .args(["--target", "web", "--out-name", "forge_web"]))?;
+    let mut chunks = Vec::new();
+    for path in read_dir(&split_dir)? {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "forge_web.wasm" {
+            continue;
+        }
+        if name == SPLIT_LOADER {
+            let js = fs::read_to_string(&path).map_err(|e| io_failure("read", &path, e))?;
+            write_file(&staging.join(&name), split_loader(&js)?.as_bytes())?;
+        } else if name.ends_with(".wasm") {
+            let to = staging.join(&name);
+            fs::copy(&path, &to).map_err(|e| io_failure("copy", &path, e))?;
+            chunks.push(to);
+        }
+    }
+
+    step("generating JS bindings (wasm-bindgen --target web --keep-lld-exports)");
+    // The chunks link against the main module's exports (table, memory, stack pointer):
+    // `--keep-lld-exports` keeps them.
     run(Command::new(&tools.wasm_bindgen)
-        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .args([
+            "--target",
+            "web",
+            "--no-typescript",
+            "--keep-lld-exports",
+            "--out-dir",
+        ])
         .arg(staging)
-        .arg(&wasm))?;
+        .arg(split_dir.join("forge_web.wasm")))?;
 
     step("optimizing wasm (wasm-opt -Oz --low-memory-unused, binaryen from tools/)");
-    let bindgen_wasm = staging.join("forge_web_bg.wasm");
-    let optimized = staging.join("forge_web_bg.opt.wasm");
-    run(Command::new(ctx.wasm_opt())
-        .arg("-Oz")
-        // Lets wasm-opt fold a small constant added to an address into the load's or store's
-        // offset (the add wraps, the offset does not; a wrapped address would land in the
-        // lowest 1 KiB, which a Rust module only reaches at the very bottom of its 1 MiB stack,
-        // and never through a wrapping add). 8 KB less wasm, 3.6 KB less brotli.
-        .arg("--low-memory-unused")
-        .args(WASM_OPT_FEATURES)
-        .arg(&bindgen_wasm)
-        .arg("-o")
-        .arg(&optimized))
-    .map_err(|f| with_hint(f, "run `cargo xtask setup` to reinstall tools/node_modules"))?;
-    rename(&optimized, &bindgen_wasm)?;
+    let mut modules = vec![staging.join("forge_web_bg.wasm")];
+    modules.extend(chunks);
+    for module in &modules {
+        let optimized = module.with_extension("opt.wasm");
+        run(Command::new(ctx.wasm_opt())
+            .arg("-Oz")
+            // Lets wasm-opt fold a small constant added to an address into the load's or store's
+            // offset (the add wraps, the offset does not; a wrapped address would land in the
+            // lowest 1 KiB, which a Rust module only reaches at the very bottom of its 1 MiB
+            // stack, and never through a wrapping add). 8 KB less wasm, 3.6 KB less brotli.
+            .arg("--low-memory-unused")
+            .args(WASM_OPT_FEATURES)
+            .arg(module)
+            .arg("-o")
+            .arg(&optimized))
+        .map_err(|f| with_hint(f, "run `cargo xtask setup` to reinstall tools/node_modules"))?;
+        rename(&optimized, module)?;
+    }
 
     for name in STATIC_ASSETS {
         let from = assets.join(name);
@@ -602,14 +707,46 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     for f in &files {
         let size = |v: Option<u64>| v.map_or_else(|| "-".to_string(), kib);
         println!(
-            "  {:<22} {:>10} raw {:>10} br {:>10} gzip",
+            "  {:<40} {:>10} raw {:>10} br {:>10} gzip",
             f.name,
             kib(f.raw),
             size(f.br),
             size(f.gz)
         );
     }
+    // What a first visit fetches: everything but the chunks, each file as brotli when built so.
+    let (first, later): (Vec<&DistFile>, Vec<&DistFile>) = files
+        .iter()
+        .partition(|f| !(f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm"));
+    let wire = |fs: &[&DistFile]| fs.iter().map(|f| f.br.unwrap_or(f.raw)).sum::<u64>();
+    println!(
+        "  first visit: {} (brotli); on demand: {} in {} chunks",
+        kib(wire(&first)),
+        kib(wire(&later)),
+        later.len()
+    );
     Ok(files)
+}
+
+/// The loader wasm-split-cli writes next to the chunks.
+const SPLIT_LOADER: &str = "__wasm_split.js";
+
+/// `__wasm_split.js` without its static import of `./forge_web.js`. The server serves that
+/// module under a content-hashed name (what boot.js imports), so the plain name would load a
+/// second, uninitialized copy of the module; boot.js hands the loaded module over in
+/// `window.__forgeModule` instead (read only when a chunk loads, long after boot).
+fn split_loader(js: &str) -> Result<String> {
+    let import = "import { initSync } from \"./forge_web.js\";";
+    if !js.contains(import) {
+        return fail(format!(
+            "{SPLIT_LOADER} from wasm-split-cli has no `{import}` line"
+        ));
+    }
+    Ok(js.replacen(
+        import,
+        "const initSync = (...args) => window.__forgeModule.initSync(...args);",
+        1,
+    ))
 }
 
 /// Files `dist` compresses at build time (the server sends `<file>.br` / `<file>.gz` as they are).

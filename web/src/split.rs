@@ -1,0 +1,105 @@
+//! Surfaces a first visit does not show, each split into its own wasm chunk with Leptos'
+//! `#[lazy]` (wasm_split_helpers). `cargo xtask dist` splits the module (wasm-split-cli); a
+//! chunk is fetched the first time its function is called, and later calls reuse it.
+//!
+//! The macro's generated code declares the chunk's loader import (`unsafe extern "C"`,
+//! `#[unsafe(no_mangle)]`) and builds a static loader in an `unsafe` block: this module is the
+//! one place where the crate allows `unsafe_code` (see `main.rs`), and it holds nothing else.
+
+use leptos::__reexports::send_wrapper::SendWrapper;
+use leptos::lazy;
+use leptos::prelude::*;
+
+/// Renders `load` (a lazy view) when its chunk has arrived.
+fn suspended(load: impl std::future::Future<Output = AnyView> + 'static) -> AnyView {
+    Suspend::new(SendWrapper::new(load)).into_any()
+}
+
+#[lazy]
+fn profiles_surface() -> AnyView {
+    view! { <crate::profiles::ProfilesSurface/> }.into_any()
+}
+
+pub fn profiles() -> AnyView {
+    suspended(profiles_surface())
+}
+
+#[lazy]
+fn capabilities_surface() -> AnyView {
+    view! { <crate::capabilities::CapabilitiesSurface/> }.into_any()
+}
+
+pub fn capabilities() -> AnyView {
+    suspended(capabilities_surface())
+}
+
+#[lazy]
+fn payloads_surface() -> AnyView {
+    view! { <crate::payloads::PayloadsSurface/> }.into_any()
+}
+
+pub fn payloads() -> AnyView {
+    suspended(payloads_surface())
+}
+
+#[lazy]
+fn session_surface() -> AnyView {
+    view! { <crate::session::SessionSurface/> }.into_any()
+}
+
+pub fn session() -> AnyView {
+    suspended(session_surface())
+}
+
+#[lazy]
+fn delegation_surface() -> AnyView {
+    view! { <crate::delegation::DelegationSurface/> }.into_any()
+}
+
+pub fn delegation() -> AnyView {
+    suspended(delegation_surface())
+}
+
+/// The Preset editor's Capabilities tab.
+#[lazy]
+fn capabilities_tab_view() -> AnyView {
+    view! { <crate::bindings::CapabilitiesTab/> }.into_any()
+}
+
+pub fn capabilities_tab() -> AnyView {
+    suspended(capabilities_tab_view())
+}
+
+/// The command palette (`help: false`) or the shortcuts overlay (`help: true`).
+#[lazy]
+fn palette_view(help: bool) -> AnyView {
+    if help {
+        view! { <crate::palette::ShortcutsOverlay/> }.into_any()
+    } else {
+        view! { <crate::palette::PaletteDialog/> }.into_any()
+    }
+}
+
+pub fn palette(help: bool) -> AnyView {
+    suspended(palette_view(help))
+}
+
+/// The body of the New, Fork and Import dialogs (the confirmation stays in the main module).
+#[lazy]
+fn stack_dialog_view(dialog: crate::state::Dialog) -> AnyView {
+    crate::dialogs::stack_dialog_body(dialog)
+}
+
+pub fn stack_dialog(dialog: crate::state::Dialog) -> AnyView {
+    suspended(stack_dialog_view(dialog))
+}
+
+/// The preview dock, from its first opening on (it is closed on a first visit).
+#[lazy]
+fn preview_dock_view() -> AnyView {
+    view! { <crate::preview::PreviewDock/> }.into_any()
+}
+
+pub fn preview_dock() -> AnyView {
+    suspended(preview_dock_view())
+}
