@@ -9,10 +9,7 @@ use serde_json::Value;
 use crate::api::{self, seg};
 use crate::items::ItemsTab;
 use crate::jp;
-use crate::policy::PolicyTab;
 use crate::preview::{diff_view, Dock};
-use crate::regex::RegexTab;
-use crate::stack_tab::{JsonTab, StackTab};
 use crate::state::{self, app, level_class, Dialog, Tab, Tone};
 
 #[component]
@@ -191,15 +188,14 @@ fn Editor() -> impl IntoView {
                 {move || {
                     match shown_tab() {
                         Tab::Items => view! { <ItemsTab/> }.into_any(),
-                        Tab::Stack => view! { <StackTab/> }.into_any(),
-                        Tab::Regex => view! { <RegexTab/> }.into_any(),
-                        Tab::Policy => view! { <PolicyTab/> }.into_any(),
                         Tab::Capabilities => crate::split::capabilities_tab(),
                         Tab::Json => {
                             // The JSON text is a copy: a new revision (save, reload) refreshes it.
                             revision.track();
-                            view! { <JsonTab/> }.into_any()
+                            crate::split::editor_tab(Tab::Json)
                         }
+                        // Loaded on demand (`split`): a first visit shows Items.
+                        tab => crate::split::editor_tab(tab),
                     }
                 }}
             </div>

@@ -103,3 +103,20 @@ fn preview_dock_view() -> AnyView {
 pub fn preview_dock() -> AnyView {
     suspended(preview_dock_view())
 }
+
+/// The Preset editor's Stack, Regex, Policy and JSON tabs (one chunk: a first visit shows Items).
+#[lazy]
+fn editor_tab_view(tab: crate::state::Tab) -> AnyView {
+    use crate::state::Tab;
+    match tab {
+        Tab::Stack => view! { <crate::stack_tab::StackTab/> }.into_any(),
+        Tab::Regex => view! { <crate::regex::RegexTab/> }.into_any(),
+        Tab::Policy => view! { <crate::policy::PolicyTab/> }.into_any(),
+        Tab::Json => view! { <crate::stack_tab::JsonTab/> }.into_any(),
+        Tab::Items | Tab::Capabilities => ().into_any(),
+    }
+}
+
+pub fn editor_tab(tab: crate::state::Tab) -> AnyView {
+    suspended(editor_tab_view(tab))
+}
