@@ -265,7 +265,7 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
     browser
         .wait_js(
             "the file's text in the JSON tab",
-            "return document.querySelector('textarea[name=stack-json]').value;",
+            "return document.querySelector('textarea[name=stack-json]')?.value ?? null;",
             json!(broken_text),
         )
         .await;

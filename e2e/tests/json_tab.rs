@@ -41,7 +41,7 @@ async fn opening_a_file_that_is_not_json_is_not_an_unsaved_change() {
     browser
         .wait_js(
             "the file's text in the JSON tab",
-            "return document.querySelector('textarea[name=stack-json]').value;",
+            "return document.querySelector('textarea[name=stack-json]')?.value ?? null;",
             json!("{ \"id\": \"broken\", \"items\": [\n"),
         )
         .await;

@@ -757,7 +757,7 @@ impl Browser {
         }
     }
 
-    /// Opens a section tab of the Preset editor and waits until it is selected.
+    /// Opens a section tab of the Preset editor and waits until it is selected and shown.
     pub async fn tab(&self, label: &str) {
         let css = format!("button.tab[data-tab='{label}']");
         self.click(&css).await;
@@ -765,6 +765,13 @@ impl Browser {
             "tab selected",
             &format!("return document.querySelector(\"{css}\").getAttribute('aria-selected');"),
             serde_json::json!("true"),
+        )
+        .await;
+        // Most tabs are loaded on demand (web/src/split.rs): wait for the content too.
+        self.wait_js(
+            "the tab's content",
+            "return (document.querySelector('.tab-body')?.children.length ?? 0) > 0;",
+            serde_json::json!(true),
         )
         .await;
     }
