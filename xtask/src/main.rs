@@ -642,7 +642,8 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     step("optimizing wasm (wasm-opt -Oz --low-memory-unused, binaryen from tools/)");
     let mut modules = vec![staging.join("forge_web_bg.wasm")];
     modules.extend(chunks);
-    for module in &modules {
+    // Two at a time (each run is mostly the tool's start-up; the machines have 2 cores).
+    let optimize = |module: &PathBuf| -> Result {
         let optimized = module.with_extension("opt.wasm");
         run(Command::new(ctx.wasm_opt())
             .arg("-Oz")
@@ -656,8 +657,18 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
             .arg("-o")
             .arg(&optimized))
         .map_err(|f| with_hint(f, "run `cargo xtask setup` to reinstall tools/node_modules"))?;
-        rename(&optimized, module)?;
-    }
+        rename(&optimized, module)
+    };
+    let (even, odd): (Vec<_>, Vec<_>) = modules.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let lane = |list: Vec<(usize, &PathBuf)>| list.into_iter().try_for_each(|(_, m)| optimize(m));
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| lane(odd));
+        let first = lane(even);
+        let second = other
+            .join()
+            .unwrap_or_else(|_| fail("wasm-opt worker panicked"));
+        first.and(second)
+    })?;
 
     for name in STATIC_ASSETS {
         let from = assets.join(name);
