@@ -154,6 +154,14 @@ pub struct StackRow {
 pub const NO_LIVE_SESSION: &str =
     "No live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install).";
 
+/// The id of the first screen the server draws into the page (the app removes it when it
+/// mounts).
+pub const FIRST_SCREEN_ID: &str = "forge-first-screen";
+
+/// The cookie the app sets to `dark` or `light` with its theme, so the server draws the page in
+/// that theme (it cannot read the app's local storage).
+pub const THEME_COOKIE: &str = "pi_forge_theme";
+
 /// A badge of a row in the Presets list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowBadge {

@@ -55,7 +55,7 @@ fn main() {
 }
 
 /// The id of the server-drawn first screen (server/src/http/first_screen.rs).
-pub const FIRST_SCREEN_ID: &str = "forge-first-screen";
+pub use forge_core::api::FIRST_SCREEN_ID;
 
 /// A performance mark (read by `cargo xtask bench`; see e2e/examples/navbench.rs).
 pub fn mark(name: &str) {

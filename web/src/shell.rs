@@ -36,7 +36,7 @@ fn apply_theme(dark: bool) {
 }
 
 /// The theme cookie's name (server/src/http/first_screen.rs reads it).
-const THEME_COOKIE: &str = "pi_forge_theme";
+use forge_core::api::THEME_COOKIE;
 
 #[component]
 pub fn Shell() -> impl IntoView {

@@ -11,11 +11,8 @@
 
 use std::fmt::Write;
 
-use forge_core::api::{StackList, StackRow, NO_LIVE_SESSION};
+use forge_core::api::{StackList, StackRow, FIRST_SCREEN_ID, NO_LIVE_SESSION};
 use forge_core::template::escape_xml as esc;
-
-/// The id of the element the app removes when it mounts.
-pub const FIRST_SCREEN_ID: &str = "forge-first-screen";
 
 /// The surfaces of the top bar, in order (the app's `Surface::ALL`).
 const SURFACES: [&str; 6] = [
@@ -27,9 +24,7 @@ const SURFACES: [&str; 6] = [
     "Delegation",
 ];
 
-/// The cookie the app sets to `dark` or `light` with its theme (its own choice lives in local
-/// storage, which the server cannot read), so the page is drawn in that theme from the start.
-pub const THEME_COOKIE: &str = "pi_forge_theme";
+pub use forge_core::api::THEME_COOKIE;
 
 /// The first screen for `list` in the dark or light theme: `<div id="forge-first-screen"
 /// class="app">…</div>`.
