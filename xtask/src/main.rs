@@ -54,6 +54,7 @@ const WASM_OPT_FEATURES: &[&str] = &[
 ];
 
 /// A failed step: what failed, and what the user can do about it.
+#[derive(Debug)]
 struct Failure {
     message: String,
     hint: Option<String>,
@@ -128,6 +129,8 @@ fn no_args(command: &str, rest: &[String]) -> Result {
 struct Ctx {
     root: PathBuf,
     cargo: String,
+    /// `CARGO_TARGET_DIR` for every cargo this context runs (set by `ci` for its build cache).
+    target_dir: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -137,13 +140,32 @@ impl Ctx {
             .expect("xtask lives one level below the workspace root")
             .to_path_buf();
         let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-        Ctx { root, cargo }
+        Ctx {
+            root,
+            cargo,
+            target_dir: None,
+        }
     }
 
     fn cargo(&self) -> Command {
         let mut cmd = Command::new(&self.cargo);
         cmd.current_dir(&self.root);
+        if let Some(dir) = &self.target_dir {
+            cmd.env("CARGO_TARGET_DIR", dir);
+        }
         cmd
+    }
+
+    /// `$XDG_CACHE_HOME/pi-forge`, else `~/.cache/pi-forge`.
+    fn cache_dir(&self) -> Option<PathBuf> {
+        match (
+            env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()),
+            env::var_os("HOME").filter(|v| !v.is_empty()),
+        ) {
+            (Some(cache), _) => Some(PathBuf::from(cache).join("pi-forge")),
+            (None, Some(home)) => Some(PathBuf::from(home).join(".cache/pi-forge")),
+            _ => None,
+        }
     }
 
     fn tools_dir(&self) -> PathBuf {
@@ -159,12 +181,10 @@ impl Ctx {
     fn pi_tools_dir(&self) -> Result<PathBuf> {
         let base = match (
             env::var_os("PI_FORGE_TOOLS_DIR").filter(|v| !v.is_empty()),
-            env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()),
-            env::var_os("HOME").filter(|v| !v.is_empty()),
+            self.cache_dir(),
         ) {
-            (Some(dir), _, _) => PathBuf::from(dir),
-            (None, Some(cache), _) => PathBuf::from(cache).join("pi-forge/tools"),
-            (None, None, Some(home)) => PathBuf::from(home).join(".cache/pi-forge/tools"),
+            (Some(dir), _) => PathBuf::from(dir),
+            (None, Some(cache)) => cache.join("tools"),
             _ => {
                 return fail_with_hint(
                     "cannot find a cache folder for the Pi tools",
@@ -872,8 +892,147 @@ fn run_ui(ctx: &Ctx, args: &[String]) -> Result {
     run(&mut cmd)
 }
 
+/// Where `cargo xtask ci` builds: a target folder kept between runs on this machine, so a
+/// fresh clone compiles only the workspace's own crates and reuses the dependencies.
+struct CiCache {
+    dir: PathBuf,
+    /// Held for the whole run: a second run at the same time builds in its own `target/`.
+    _lock: fs::File,
+}
+
+/// Above this size the cache is emptied before a run (old dependency versions pile up).
+const CI_CACHE_LIMIT: u64 = 40 << 30;
+
+/// The CI build cache: `$PI_FORGE_CI_TARGET_DIR`, else `~/.cache/pi-forge/ci-target`; none
+/// when `CARGO_TARGET_DIR` is set (that folder is used as it is), when
+/// `PI_FORGE_CI_TARGET_DIR=off`, or while another run holds it.
+fn ci_cache(ctx: &Ctx) -> Result<Option<CiCache>> {
+    if env::var_os("CARGO_TARGET_DIR").is_some_and(|v| !v.is_empty()) {
+        println!("ci: building in CARGO_TARGET_DIR");
+        return Ok(None);
+    }
+    let dir = match env::var_os("PI_FORGE_CI_TARGET_DIR").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => {
+            println!("ci: PI_FORGE_CI_TARGET_DIR=off: building in the checkout's target/");
+            return Ok(None);
+        }
+        Some(v) => PathBuf::from(v),
+        None => match ctx.cache_dir() {
+            Some(cache) => cache.join("ci-target"),
+            None => return Ok(None),
+        },
+    };
+    open_ci_cache(ctx, dir)
+}
+
+/// Locks the cache folder `dir` for this run (none while another run holds it), empties it when
+/// it is over the limit, and stamps the checkout's files when the last run came from another.
+fn open_ci_cache(ctx: &Ctx, dir: PathBuf) -> Result<Option<CiCache>> {
+    create_dir(&dir)?;
+    let lock_path = dir.join(".pi-forge-ci.lock");
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| io_failure("open", &lock_path, e))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            println!(
+                "ci: the build cache {} is in use by another run: building in the checkout's target/",
+                dir.display()
+            );
+            return Ok(None);
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(io_failure("lock", &lock_path, e)),
+    }
+    let size = dir_size(&dir);
+    if size > CI_CACHE_LIMIT {
+        println!(
+            "ci: the build cache {} holds {} GiB (limit {}): emptying it",
+            dir.display(),
+            size >> 30,
+            CI_CACHE_LIMIT >> 30
+        );
+        for entry in read_dir(&dir)? {
+            if entry != lock_path {
+                let removed = if entry.is_dir() {
+                    fs::remove_dir_all(&entry)
+                } else {
+                    fs::remove_file(&entry)
+                };
+                removed.map_err(|e| io_failure("remove", &entry, e))?;
+            }
+        }
+    }
+    // Cargo judges the workspace's own crates by file times, with paths relative to the
+    // workspace: a build left by another checkout can be newer than this checkout's files and
+    // would pass for current. So when the last run came from elsewhere, this checkout's files
+    // are stamped "now" first, and its crates are rebuilt while the dependencies are reused.
+    let stamp = dir.join(".pi-forge-ci-checkout");
+    let here = ctx.root.display().to_string();
+    if fs::read_to_string(&stamp).ok().as_deref() != Some(here.as_str()) {
+        touch_tracked_files(ctx)?;
+        write_file(&stamp, here.as_bytes())?;
+    }
+    println!(
+        "ci: building in {} ({:.1} GiB cached; PI_FORGE_CI_TARGET_DIR=off builds in target/)",
+        dir.display(),
+        size as f64 / f64::from(1u32 << 30)
+    );
+    Ok(Some(CiCache { dir, _lock: lock }))
+}
+
+/// Bytes under a folder (symbolic links not followed; unreadable entries count as 0).
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Sets the modification time of every file git tracks in the checkout to now.
+fn touch_tracked_files(ctx: &Ctx) -> Result {
+    let listing = capture(
+        Command::new("git")
+            .current_dir(&ctx.root)
+            .args(["ls-files", "-z"]),
+    )?;
+    let now = std::time::SystemTime::now();
+    for name in listing.split('\0').filter(|n| !n.is_empty()) {
+        let path = ctx.root.join(name);
+        // A file deleted in the working tree is still listed; there is nothing to stamp.
+        if let Ok(file) = fs::File::options().write(true).open(&path) {
+            file.set_modified(now)
+                .map_err(|e| io_failure("set the time of", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
 fn ci(ctx: &Ctx) -> Result {
     let started = Instant::now();
+    let cache = ci_cache(ctx)?;
+    let cached;
+    let ctx = match &cache {
+        Some(cache) => {
+            cached = Ctx {
+                root: ctx.root.clone(),
+                cargo: ctx.cargo.clone(),
+                target_dir: Some(cache.dir.clone()),
+            };
+            &cached
+        }
+        None => ctx,
+    };
     let mut done: Vec<(String, f64)> = Vec::new();
     let mut stage = |name: &str, f: &mut dyn FnMut() -> Result| -> Result {
         println!("\n==> ci: {name}");
@@ -1248,6 +1407,87 @@ fn read_dir(path: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sets a file's modification time to 2001 and returns that time.
+    fn age(path: &Path) -> std::time::SystemTime {
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        let file = fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(old).unwrap();
+        old
+    }
+
+    fn modified(path: &Path) -> std::time::SystemTime {
+        fs::metadata(path).unwrap().modified().unwrap()
+    }
+
+    #[test]
+    fn ci_cache_is_locked_per_run_and_stamps_a_new_checkouts_files() {
+        let base = env::temp_dir().join(format!("xtask-ci-cache-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (checkout, other, cache) = (base.join("a"), base.join("b"), base.join("cache"));
+        for root in [&checkout, &other] {
+            fs::create_dir_all(root).unwrap();
+            fs::write(root.join("lib.rs"), "// tracked").unwrap();
+            fs::write(root.join("untracked.rs"), "// not tracked").unwrap();
+            for args in [&["init", "-q"][..], &["add", "lib.rs"]] {
+                let status = Command::new("git")
+                    .current_dir(root)
+                    .args(args)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+        }
+        let ctx = |root: &Path| Ctx {
+            root: root.to_path_buf(),
+            cargo: "cargo".into(),
+            target_dir: None,
+        };
+
+        // First run from checkout a: its tracked files are stamped now, untracked ones are not.
+        let old = age(&checkout.join("lib.rs"));
+        age(&checkout.join("untracked.rs"));
+        let held = open_ci_cache(&ctx(&checkout), cache.clone())
+            .unwrap()
+            .unwrap();
+        assert_eq!(held.dir, cache);
+        assert!(modified(&checkout.join("lib.rs")) > old);
+        assert_eq!(modified(&checkout.join("untracked.rs")), old);
+        assert_eq!(
+            fs::read_to_string(cache.join(".pi-forge-ci-checkout")).unwrap(),
+            checkout.display().to_string()
+        );
+        // A second run while the first holds the lock builds without the cache.
+        assert!(open_ci_cache(&ctx(&other), cache.clone())
+            .unwrap()
+            .is_none());
+        drop(held);
+
+        // The same checkout again: cargo's file times are trusted, nothing is stamped.
+        let old = age(&checkout.join("lib.rs"));
+        let held = open_ci_cache(&ctx(&checkout), cache.clone())
+            .unwrap()
+            .unwrap();
+        assert_eq!(modified(&checkout.join("lib.rs")), old);
+        drop(held);
+
+        // Another checkout: its files are stamped, and the stamp names it.
+        let old = age(&other.join("lib.rs"));
+        let held = open_ci_cache(&ctx(&other), cache.clone()).unwrap().unwrap();
+        assert!(modified(&other.join("lib.rs")) > old);
+        assert_eq!(
+            fs::read_to_string(cache.join(".pi-forge-ci-checkout")).unwrap(),
+            other.display().to_string()
+        );
+        drop(held);
+
+        fs::write(cache.join("artifact"), vec![0u8; 3000]).unwrap();
+        assert_eq!(
+            dir_size(&cache),
+            3000 + other.display().to_string().len() as u64
+        );
+        fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn locked_version_reads_the_package_entry() {
