@@ -11,6 +11,22 @@ console.error = (...args) => {
   consoleError(...args);
 };
 
+// A click on a row of the page's own first screen (drawn by the server, see
+// server/src/http/first_screen.rs) before the app has started: the row is shown as the opened one
+// and remembered, and the app opens that Preset when it takes the screen over
+// (`shell::take_first_screen_click` in web/src/shell.rs).
+document.addEventListener("click", (e) => {
+  const row = e.target instanceof Element ? e.target.closest("#forge-first-screen .stack-row[data-selector]") : null;
+  if (!row) return;
+  for (const other of document.querySelectorAll("#forge-first-screen .stack-row.selected")) {
+    other.classList.remove("selected");
+    other.setAttribute("aria-current", "false");
+  }
+  row.classList.add("selected");
+  row.setAttribute("aria-current", "true");
+  window.__forgeFirstScreenOpen = row.getAttribute("data-selector");
+});
+
 // The page names the (content-hashed) module and wasm in its preload links, so this file never
 // changes with them and is compressed once at build time like the rest of the bundle.
 const link = (selector) => document.querySelector(selector)?.getAttribute("href");

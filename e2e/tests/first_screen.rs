@@ -245,3 +245,111 @@ async fn an_empty_untrusted_project_has_the_same_first_screen() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Opens the editor in a second window from the current page and, as soon as that window's
+/// first screen (the server's) shows the row of `arguments[0]` and its boot script has run but
+/// the app has not started yet, clicks the row. Reports whether it got there first, and what
+/// the row and the page looked like right after the click.
+const CLICK_BEFORE_THE_APP: &str = r#"
+const [selector, done] = [arguments[0], arguments[arguments.length - 1]];
+const w = window.open('/', 'early');
+const started = performance.now();
+const poll = () => {
+  let row = null;
+  try { row = w.document.querySelector(`#forge-first-screen .stack-row[data-selector="${selector}"]`); } catch (e) {}
+  if (row && w.__forgeErrors && !w.__forgeModule) {
+    row.click();
+    done({ clicked: true, rowClass: row.className, current: row.getAttribute('aria-current'),
+      remembered: w.__forgeFirstScreenOpen,
+      selectedRows: w.document.querySelectorAll('#forge-first-screen .stack-row.selected').length });
+  } else if (w.__forgeModule || performance.now() - started > 10000) {
+    done({ clicked: false });
+  } else {
+    setTimeout(poll, 0);
+  }
+};
+poll();
+"#;
+
+/// A click on a row of the page's own first screen, before the app has started, is not lost:
+/// the row shows as opened at once, and the app opens that Preset instead of the first one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_clicked_before_the_app_starts_is_the_preset_it_opens() {
+    let files: Vec<(String, String)> = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|id| {
+            let name = format!("{}{}", id[..1].to_uppercase(), &id[1..]);
+            (
+                format!("{STACKS}/{id}.json"),
+                pretty(&sample_stack(id, &name, "Text.")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let server = Server::start_with(&refs, &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("Loaded alpha").await;
+    let opener = browser.client.window().await.expect("the first window");
+
+    // The click has to land in the moment between the first screen's paint and the app's start;
+    // when the app was quicker, the attempt is repeated in a fresh window.
+    let mut seen = Value::Null;
+    for _ in 0..5 {
+        seen = browser
+            .client
+            .execute_async(CLICK_BEFORE_THE_APP, vec![json!("project:beta")])
+            .await
+            .expect("the second window opens");
+        let windows = browser.client.windows().await.expect("windows");
+        let early = windows
+            .into_iter()
+            .find(|w| w != &opener)
+            .expect("the second window");
+        browser
+            .client
+            .switch_to_window(early)
+            .await
+            .expect("switch");
+        if seen["clicked"] == true {
+            break;
+        }
+        browser.client.close_window().await.expect("close");
+        browser
+            .client
+            .switch_to_window(opener.clone())
+            .await
+            .expect("back");
+    }
+    assert_eq!(
+        seen,
+        json!({"clicked": true, "rowClass": "stack-row selected", "current": "true",
+               "remembered": "project:beta", "selectedRows": 1}),
+        "the row shows as opened before the app starts"
+    );
+
+    browser.wait_app().await;
+    browser.wait_status("Loaded beta").await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('.sidebar .stack-row[aria-current=true]')] \
+                 .map((e) => e.dataset.selector);",
+                vec![]
+            )
+            .await,
+        json!(["project:beta"])
+    );
+    assert_eq!(
+        browser
+            .js("return window.__forgeFirstScreenOpen ?? null;", vec![])
+            .await,
+        Value::Null,
+        "taken once"
+    );
+    browser.assert_no_errors().await;
+    browser.close().await;
+}

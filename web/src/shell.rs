@@ -251,6 +251,32 @@ fn take_first_screen_search(app: App) {
     }
 }
 
+/// The Preset whose row was clicked on the page's own first screen before the app started
+/// (assets/boot.js remembers it in `window.__forgeFirstScreenOpen`); taken once. When that row
+/// still has the focus, the app's row gets it.
+pub fn take_first_screen_click() -> Option<String> {
+    const KEY: &str = "__forgeFirstScreenOpen";
+    let window = web_sys::window()?;
+    let key = wasm_bindgen::JsValue::from_str(KEY);
+    let selector = js_sys::Reflect::get(&window, &key).ok()?.as_string()?;
+    let _ = js_sys::Reflect::delete_property(&window, &key);
+    let focused = window
+        .document()
+        .and_then(|d| d.active_element())
+        .is_some_and(|a| {
+            a.closest(&format!("#{}", crate::FIRST_SCREEN_ID))
+                .ok()
+                .flatten()
+                .is_some()
+                && a.get_attribute("data-selector").as_deref() == Some(selector.as_str())
+        });
+    // Selectors are `scope:id` with ids of letters, digits, `-`, `_` and `.`: safe in quotes.
+    if focused && !selector.contains(['"', '\\']) {
+        focus_later(format!(".sidebar .stack-row[data-selector=\"{selector}\"]"));
+    }
+    Some(selector)
+}
+
 /// Shows `surface`. The Preset draft lives in app state and survives a surface switch; an
 /// unsaved profile or capability form does not, so leaving its surface with one asks first.
 pub fn go(app: App, surface: Surface) {

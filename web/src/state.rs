@@ -540,8 +540,14 @@ pub fn boot_generation(app: App) -> Option<u64> {
 /// opens the active stack or the first one. `loads_before` is the editor's load count when the
 /// list was asked for.
 fn apply_list(app: App, v: StackList, loads_before: u64) {
-    let pick = v
-        .opening(app.scope.get_untracked().as_str())
+    let first_load = !app.stacks_loaded.get_untracked();
+    // A row clicked on the page's first screen before the app started wins over the default.
+    let clicked = first_load
+        .then(crate::shell::take_first_screen_click)
+        .flatten()
+        .and_then(|sel| v.stacks.iter().find(|r| r.common.selector == sel));
+    let pick = clicked
+        .or_else(|| v.opening(app.scope.get_untracked().as_str()))
         .map(|r| (r.common.selector.clone(), r.common.scope.clone()));
     let rows: Vec<StackRow> = v.stacks.into_iter().map(StackRow::from_row).collect();
     app.active_id.set(v.active_id);
@@ -550,7 +556,6 @@ fn apply_list(app: App, v: StackList, loads_before: u64) {
     app.problems
         .set(v.problems.into_iter().map(|d| d.message).collect());
     app.stacks.set(rows);
-    let first_load = !app.stacks_loaded.get_untracked();
     if first_load {
         // After the DOM update: "pi-forge:stack-list" marks when the list is on screen,
         // "pi-forge:stack-list-painted" when it was painted (read by `cargo xtask bench`).
