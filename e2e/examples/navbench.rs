@@ -136,16 +136,15 @@ async fn main() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let mut runs = vec![Run::new("current", support::Server::start_with(&refs, &[]))];
+    let mut runs = vec![Run::new(
+        "current",
+        support::Server::start_with(&files, &[]),
+    )];
     if let Some(baseline) = std::env::var_os("NAVBENCH_BASELINE") {
         let binary = std::path::PathBuf::from(baseline);
         runs.push(Run::new(
             "baseline",
-            support::Server::start_binary(&binary, &refs, &[]),
+            support::Server::start_binary(&binary, &files, &[]),
         ));
     }
 

@@ -60,7 +60,10 @@ async fn surfaces(browser: &Browser, narrow: bool) -> Vec<String> {
 async fn no_surface_has_a_serious_accessibility_problem() {
     let server = Server::start_with(
         &[
-            ("project/.pi/forge/prompt-stacks/review.json", &review()),
+            (
+                "project/.pi/forge/prompt-stacks/review.json",
+                review().as_str(),
+            ),
             ("project/.pi/forge/agent-profiles/scout.json", PROFILE),
             ("project/.pi/forge/capabilities/notes.json", CAPABILITY),
         ],

@@ -196,11 +196,7 @@ async fn the_first_rows_come_with_the_page_without_a_list_request() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser.wait_count(".stack-row", 2).await;

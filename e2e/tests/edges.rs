@@ -26,11 +26,7 @@ fn global_path(id: &str) -> String {
 
 /// Starts a server with `files`, opens the editor and waits for "Loaded <first>".
 async fn start(files: &[(String, String)], args: &[&str], first: &str) -> (Server, Browser) {
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, args);
+    let server = Server::start_with(files, args);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser.wait_status(&format!("Loaded {first}")).await;

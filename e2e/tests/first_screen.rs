@@ -122,11 +122,7 @@ async fn same_screen_at(width: u32, dark: bool) {
             pretty(&sample_stack("gamma", "Gamma", "G.")),
         ),
     ];
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.client.set_window_size(width, 900).await.unwrap();
     browser.open(&server).await;
@@ -285,11 +281,7 @@ async fn a_row_clicked_before_the_app_starts_is_the_preset_it_opens() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser.wait_status("Loaded alpha").await;

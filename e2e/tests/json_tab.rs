@@ -22,8 +22,8 @@ async fn opening_a_file_that_is_not_json_is_not_an_unsaved_change() {
     let server = Server::start_with(
         &[
             (
-                &format!("{STACKS}/alpha.json"),
-                &pretty(&sample_stack("alpha", "Alpha", "Fine.")),
+                format!("{STACKS}/alpha.json").as_str(),
+                pretty(&sample_stack("alpha", "Alpha", "Fine.")).as_str(),
             ),
             (
                 &format!("{STACKS}/broken.json"),

@@ -38,11 +38,7 @@ async fn start(stack: &Value, capabilities: &[Value], tab: &str) -> (Server, Bro
     for c in capabilities {
         files.push((capability_path(c["id"].as_str().unwrap()), pretty(c)));
     }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser
@@ -371,11 +367,7 @@ async fn a_global_preset_lists_project_capabilities_disabled() {
             pretty(&capability("everywhere", "Everywhere.", &[], &[])),
         ),
     ];
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser.wait_status("Loaded shared").await;

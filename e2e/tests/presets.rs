@@ -24,11 +24,7 @@ async fn start(stacks: &[Value], first: &str) -> (Server, Browser) {
         .iter()
         .map(|s| (stack_path(s["id"].as_str().unwrap()), pretty(s)))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let server = Server::start_with(&refs, &[]);
+    let server = Server::start_with(&files, &[]);
     let browser = Browser::start().await;
     browser.open(&server).await;
     browser.wait_status(&format!("Loaded {first}")).await;

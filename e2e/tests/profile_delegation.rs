@@ -308,8 +308,14 @@ async fn delegation_is_operable_with_the_keyboard_only() {
 async fn a_file_that_is_not_json_is_never_replaced() {
     let server = Server::start_with(
         &[
-            ("project/.pi/forge/prompt-stacks/default.json", &stack()),
-            ("project/.pi/forge/agent-profiles/scout.json", &profile()),
+            (
+                "project/.pi/forge/prompt-stacks/default.json",
+                stack().as_str(),
+            ),
+            (
+                "project/.pi/forge/agent-profiles/scout.json",
+                profile().as_str(),
+            ),
             (SETTINGS, "{not json"),
         ],
         &[],

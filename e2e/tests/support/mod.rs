@@ -172,25 +172,32 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra_args: &[&str]) -> Server {
-        Server::start_with(&[], extra_args)
+        Server::start_with::<&str, &str>(&[], extra_args)
     }
 
     /// Starts `pi-forge ui` after writing `files` (paths relative to the temp home: the project
     /// is `project/` (so stacks go to `project/.pi/forge/prompt-stacks/<id>.json`) and the
     /// global directory is `global/`).
-    pub fn start_with(files: &[(&str, &str)], extra_args: &[&str]) -> Server {
+    pub fn start_with<P: AsRef<str>, T: AsRef<str>>(
+        files: &[(P, T)],
+        extra_args: &[&str],
+    ) -> Server {
         Server::start_binary(pi_forge_binary(), files, extra_args)
     }
 
     /// [`Server::start_with`] with another `pi-forge` executable (the benchmark compares two).
-    pub fn start_binary(binary: &Path, files: &[(&str, &str)], extra_args: &[&str]) -> Server {
+    pub fn start_binary<P: AsRef<str>, T: AsRef<str>>(
+        binary: &Path,
+        files: &[(P, T)],
+        extra_args: &[&str],
+    ) -> Server {
         let home = tempfile::tempdir().expect("temp dir");
         let project = home.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
         for (rel, text) in files {
-            let path = home.path().join(rel);
+            let path = home.path().join(rel.as_ref());
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, text).unwrap();
+            std::fs::write(&path, text.as_ref()).unwrap();
         }
         let mut cmd = Command::new(binary);
         cmd.args(["ui", "--no-open", "--port", "0", "--project"])
