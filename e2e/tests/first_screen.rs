@@ -320,7 +320,8 @@ async fn a_row_clicked_before_the_app_starts_is_the_preset_it_opens() {
         seen,
         json!({"clicked": true, "rowClass": "stack-row selected", "current": "true",
                "remembered": "project:beta", "selectedRows": 1}),
-        "the row shows as opened before the app starts"
+        "the row shows as opened before the app starts (clicked: false means the app started \
+         before the click in all 5 attempts)"
     );
 
     browser.wait_app().await;

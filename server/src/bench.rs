@@ -22,7 +22,7 @@ fn sample_stack(i: usize) -> Value {
         "id": format!("stack-{i:05}"),
         "name": format!("Generated stack {i}"),
         "description": "A generated stack for the load benchmark.",
-        "mode": if i % 3 == 0 { "append" } else { "replace" },
+        "mode": if i.is_multiple_of(3) { "append" } else { "replace" },
         "tools": {"allow": ["read", "grep", "find", "ls"]},
         "parameters": {"audience": "main agent", "depth": i % 7, "flags": {"strict": true}},
         "regex": {"schemaVersion": 1, "rules": [

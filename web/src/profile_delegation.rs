@@ -36,7 +36,7 @@ pub fn parse_timeout(text: &str) -> Result<Option<u64>, &'static str> {
 
 /// Milliseconds as the field shows them (`120`, `1.5`).
 pub fn seconds_text(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         (ms / 1000).to_string()
     } else {
         format!("{}", ms as f64 / 1000.0)

@@ -135,6 +135,7 @@ fn no_args(command: &str, rest: &[String]) -> Result {
 }
 
 /// Paths and programs every command needs.
+#[derive(Clone)]
 struct Ctx {
     root: PathBuf,
     cargo: String,
@@ -671,12 +672,12 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     step("optimizing wasm (wasm-opt -Oz --low-memory-unused, binaryen from tools/)");
     let mut modules = vec![staging.join("forge_web_bg.wasm")];
     modules.extend(chunks);
-    let opt_cache = OptCache::open(ctx)?;
+    let opt_cache = OptCache::open(ctx);
     let cached = std::sync::atomic::AtomicUsize::new(0);
     // Two at a time (each run is mostly the tool's start-up; the machines have 2 cores).
     let optimize = |module: &PathBuf| -> Result {
         let input = fs::read(module).map_err(|e| io_failure("read", module, e))?;
-        if opt_cache.take(&input, module)? {
+        if opt_cache.take(&input, module) {
             cached.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Ok(());
         }
@@ -688,7 +689,7 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
             .arg("-o")
             .arg(&optimized))
         .map_err(|f| with_hint(f, "run `cargo xtask setup` to reinstall tools/node_modules"))?;
-        opt_cache.keep(&input, &optimized)?;
+        opt_cache.keep(&input, &optimized);
         rename(&optimized, module)
     };
     let (even, odd): (Vec<_>, Vec<_>) = modules.iter().enumerate().partition(|(i, _)| i % 2 == 0);
@@ -921,34 +922,42 @@ struct CiCache {
     _lock: fs::File,
 }
 
-/// Above this size the cache is emptied before a run (old dependency versions pile up).
+/// Above this size the default cache folder is emptied before a run (old dependency versions
+/// pile up).
 const CI_CACHE_LIMIT: u64 = 40 << 30;
 
-/// The CI build cache: `$PI_FORGE_CI_TARGET_DIR`, else `~/.cache/pi-forge/ci-target`; none
-/// when `CARGO_TARGET_DIR` is set (that folder is used as it is), when
-/// `PI_FORGE_CI_TARGET_DIR=off`, or while another run holds it.
+/// The CI build cache: `$PI_FORGE_CI_TARGET_DIR` (relative to the workspace), else
+/// `~/.cache/pi-forge/ci-target`. None when cargo is configured to build elsewhere than
+/// `target/` (`CARGO_TARGET_DIR`, `CARGO_BUILD_TARGET_DIR`, `build.target-dir`: that folder is
+/// used as it is), when `PI_FORGE_CI_TARGET_DIR=off`, while another run holds the cache, or when
+/// the checkout's files cannot be stamped (see [`open_ci_cache`]).
 fn ci_cache(ctx: &Ctx) -> Result<Option<CiCache>> {
-    if env::var_os("CARGO_TARGET_DIR").is_some_and(|v| !v.is_empty()) {
-        println!("ci: building in CARGO_TARGET_DIR");
+    let configured = target_dir(ctx)?;
+    if configured != ctx.root.join("target") {
+        println!(
+            "ci: building in {} (cargo's configured target folder)",
+            configured.display()
+        );
         return Ok(None);
     }
-    let dir = match env::var_os("PI_FORGE_CI_TARGET_DIR").filter(|v| !v.is_empty()) {
+    let (dir, limit) = match env::var_os("PI_FORGE_CI_TARGET_DIR").filter(|v| !v.is_empty()) {
         Some(v) if v == "off" => {
             println!("ci: PI_FORGE_CI_TARGET_DIR=off: building in the checkout's target/");
             return Ok(None);
         }
-        Some(v) => PathBuf::from(v),
+        // A folder the user chose is never emptied.
+        Some(v) => (ctx.root.join(v), None),
         None => match ctx.cache_dir() {
-            Some(cache) => cache.join("ci-target"),
+            Some(cache) => (cache.join("ci-target"), Some(CI_CACHE_LIMIT)),
             None => return Ok(None),
         },
     };
-    open_ci_cache(ctx, dir)
+    open_ci_cache(ctx, dir, limit)
 }
 
 /// Locks the cache folder `dir` for this run (none while another run holds it), empties it when
-/// it is over the limit, and stamps the checkout's files when the last run came from another.
-fn open_ci_cache(ctx: &Ctx, dir: PathBuf) -> Result<Option<CiCache>> {
+/// it is over `limit`, and stamps the checkout's files when the cached build may not be theirs.
+fn open_ci_cache(ctx: &Ctx, dir: PathBuf, limit: Option<u64>) -> Result<Option<CiCache>> {
     create_dir(&dir)?;
     let lock_path = dir.join(".pi-forge-ci.lock");
     let lock = fs::OpenOptions::new()
@@ -968,13 +977,14 @@ fn open_ci_cache(ctx: &Ctx, dir: PathBuf) -> Result<Option<CiCache>> {
         }
         Err(fs::TryLockError::Error(e)) => return Err(io_failure("lock", &lock_path, e)),
     }
-    let size = dir_size(&dir);
-    if size > CI_CACHE_LIMIT {
+    let stamp = dir.join(".pi-forge-ci-checkout");
+    let mut size = dir_size(&dir);
+    if let Some(limit) = limit.filter(|l| size > *l) {
         println!(
             "ci: the build cache {} holds {} GiB (limit {}): emptying it",
             dir.display(),
             size >> 30,
-            CI_CACHE_LIMIT >> 30
+            limit >> 30
         );
         for entry in read_dir(&dir)? {
             if entry != lock_path {
@@ -986,16 +996,29 @@ fn open_ci_cache(ctx: &Ctx, dir: PathBuf) -> Result<Option<CiCache>> {
                 removed.map_err(|e| io_failure("remove", &entry, e))?;
             }
         }
+        size = dir_size(&dir);
     }
     // Cargo judges the workspace's own crates by file times, with paths relative to the
-    // workspace: a build left by another checkout can be newer than this checkout's files and
-    // would pass for current. So when the last run came from elsewhere, this checkout's files
-    // are stamped "now" first, and its crates are rebuilt while the dependencies are reused.
-    let stamp = dir.join(".pi-forge-ci-checkout");
-    let here = ctx.root.display().to_string();
-    if fs::read_to_string(&stamp).ok().as_deref() != Some(here.as_str()) {
-        touch_tracked_files(ctx)?;
-        write_file(&stamp, here.as_bytes())?;
+    // workspace: a build left by another checkout, or by another tree at this path (a reused
+    // CI folder, files extracted with their old times), can be newer than these files and would
+    // pass for current. So unless the last run came from this path with exactly these files,
+    // the checkout's files are stamped "now" first: its crates are rebuilt, the dependencies
+    // reused.
+    let Some(checkout) = checkout_fingerprint(ctx) else {
+        println!(
+            "ci: cannot list the checkout's files with git: building in the checkout's target/"
+        );
+        return Ok(None);
+    };
+    if fs::read_to_string(&stamp).ok().as_deref() != Some(checkout.as_str()) {
+        if let Err(failure) = touch_tracked_files(ctx) {
+            println!(
+                "ci: {}: building in the checkout's target/",
+                failure.message
+            );
+            return Ok(None);
+        }
+        write_file(&stamp, checkout.as_bytes())?;
     }
     println!(
         "ci: building in {} ({:.1} GiB cached; PI_FORGE_CI_TARGET_DIR=off builds in target/)",
@@ -1003,6 +1026,34 @@ fn open_ci_cache(ctx: &Ctx, dir: PathBuf) -> Result<Option<CiCache>> {
         size as f64 / f64::from(1u32 << 30)
     );
     Ok(Some(CiCache { dir, _lock: lock }))
+}
+
+/// The checkout's path and a fingerprint of the names and contents of the files git tracks,
+/// as they are in the working tree (read here: git's own status trusts file times and sizes);
+/// None outside a git checkout.
+fn checkout_fingerprint(ctx: &Ctx) -> Option<String> {
+    let listing = Command::new("git")
+        .current_dir(&ctx.root)
+        .args(["ls-files", "-z"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?
+        .stdout;
+    let mut hash = fnv1a(b"pi-forge checkout");
+    for name in listing.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        hash = fnv1a_from(hash, name);
+        let path = ctx.root.join(String::from_utf8_lossy(name).as_ref());
+        let content = match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => fs::read(&path).ok(),
+            _ => None,
+        };
+        hash = match content {
+            Some(bytes) => fnv1a_from(fnv1a_from(hash, b"\x01"), &bytes),
+            None => fnv1a_from(hash, b"\x02"),
+        };
+    }
+    Some(format!("{}\n{hash:016x}\n", ctx.root.display()))
 }
 
 /// Bytes under a folder (symbolic links not followed; unreadable entries count as 0).
@@ -1020,7 +1071,8 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Sets the modification time of every file git tracks in the checkout to now.
+/// Sets the modification time of every file git tracks in the checkout to now (symbolic links
+/// and files deleted from the working tree are left alone).
 fn touch_tracked_files(ctx: &Ctx) -> Result {
     let listing = capture(
         Command::new("git")
@@ -1030,11 +1082,14 @@ fn touch_tracked_files(ctx: &Ctx) -> Result {
     let now = std::time::SystemTime::now();
     for name in listing.split('\0').filter(|n| !n.is_empty()) {
         let path = ctx.root.join(name);
-        // A file deleted in the working tree is still listed; there is nothing to stamp.
-        if let Ok(file) = fs::File::options().write(true).open(&path) {
-            file.set_modified(now)
-                .map_err(|e| io_failure("set the time of", &path, e))?;
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            _ => continue,
         }
+        // Setting a file's times needs its owner, not write access.
+        fs::File::open(&path)
+            .and_then(|file| file.set_modified(now))
+            .map_err(|e| io_failure("set the time of", &path, e))?;
     }
     Ok(())
 }
@@ -1046,9 +1101,8 @@ fn ci(ctx: &Ctx) -> Result {
     let ctx = match &cache {
         Some(cache) => {
             cached = Ctx {
-                root: ctx.root.clone(),
-                cargo: ctx.cargo.clone(),
                 target_dir: Some(cache.dir.clone()),
+                ..ctx.clone()
             };
             &cached
         }
@@ -1399,9 +1453,10 @@ fn fnv1a_from(hash: u64, bytes: &[u8]) -> u64 {
 }
 
 /// wasm-opt's results by input, in `~/.cache/pi-forge/wasm-opt`: a module whose bytes, the
-/// arguments and the pinned binaryen (tools/package-lock.json) were seen before is not
-/// optimised again (wasm-opt is deterministic; it is most of `dist` when only CSS changed, and
-/// of every CI run's `dist`). Entries unused for 30 days are removed.
+/// arguments and the installed binaryen (`tools/node_modules/binaryen/package.json`) were seen
+/// before is not optimised again (wasm-opt is deterministic; it is most of `dist` when only CSS
+/// changed, and of every CI run's `dist`). Entries unused for 30 days are removed. The cache
+/// only saves time: when it cannot be read or written, wasm-opt runs as without it.
 struct OptCache {
     dir: Option<PathBuf>,
     /// Fingerprint of the arguments and the binaryen version, part of every key.
@@ -1409,22 +1464,29 @@ struct OptCache {
 }
 
 impl OptCache {
-    fn open(ctx: &Ctx) -> Result<OptCache> {
-        let Some(dir) = ctx.cache_dir().map(|c| c.join("wasm-opt")) else {
-            return Ok(OptCache {
-                dir: None,
-                tool: Vec::new(),
-            });
+    fn open(ctx: &Ctx) -> OptCache {
+        let off = OptCache {
+            dir: None,
+            tool: Vec::new(),
         };
-        create_dir(&dir)?;
-        let lock = ctx.tools_dir().join("package-lock.json");
-        let mut tool = fs::read(&lock).map_err(|e| io_failure("read", &lock, e))?;
+        let Some(dir) = ctx.cache_dir().map(|c| c.join("wasm-opt")) else {
+            return off;
+        };
+        let binaryen = ctx.tools_dir().join("node_modules/binaryen/package.json");
+        let read = fs::read(&binaryen).and_then(|tool| fs::create_dir_all(&dir).map(|()| tool));
+        let mut tool = match read {
+            Ok(tool) => tool,
+            Err(e) => {
+                println!("wasm-opt cache off ({e}): every module is optimised");
+                return off;
+            }
+        };
         for arg in WASM_OPT_ARGS.iter().chain(WASM_OPT_FEATURES) {
             tool.extend_from_slice(arg.as_bytes());
             tool.push(0);
         }
         let month = std::time::Duration::from_secs(30 * 24 * 3600);
-        for entry in read_dir(&dir)? {
+        for entry in read_dir(&dir).unwrap_or_default() {
             let unused = fs::metadata(&entry)
                 .and_then(|m| m.modified())
                 .ok()
@@ -1434,13 +1496,14 @@ impl OptCache {
                 let _ = fs::remove_file(&entry);
             }
         }
-        Ok(OptCache {
+        OptCache {
             dir: Some(dir),
             tool,
-        })
+        }
     }
 
-    /// The cache file for an input module (two independent 64-bit hashes and the length).
+    /// The cache file for an input module: two 64-bit FNV-1a hashes (from different start
+    /// values, against accidental collisions; nothing here is adversarial) and the length.
     fn entry(&self, input: &[u8]) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         let first = fnv1a_from(fnv1a(&self.tool), input);
@@ -1448,27 +1511,38 @@ impl OptCache {
         Some(dir.join(format!("{first:016x}{second:016x}-{}.wasm", input.len())))
     }
 
-    /// Writes the cached result for `input` to `to`; false when there is none.
-    fn take(&self, input: &[u8], to: &Path) -> Result<bool> {
-        let Some(entry) = self.entry(input).filter(|e| e.is_file()) else {
-            return Ok(false);
+    /// Writes the cached result for `input` to `to`; false when there is none (or it could not
+    /// be read).
+    fn take(&self, input: &[u8], to: &Path) -> bool {
+        let Some(entry) = self.entry(input) else {
+            return false;
         };
-        fs::copy(&entry, to).map_err(|e| io_failure("copy", &entry, e))?;
+        if fs::copy(&entry, to).is_err() {
+            return false;
+        }
         // Marks the entry as used (see the 30 days above).
-        if let Ok(file) = fs::File::options().write(true).open(&entry) {
+        if let Ok(file) = fs::File::open(&entry) {
             let _ = file.set_modified(std::time::SystemTime::now());
         }
-        Ok(true)
+        true
     }
 
-    /// Stores wasm-opt's result for `input` (written aside, then renamed into place).
-    fn keep(&self, input: &[u8], optimized: &Path) -> Result {
+    /// Stores wasm-opt's result for `input` (written aside under the module's own name, then
+    /// renamed into place); a failure is only reported.
+    fn keep(&self, input: &[u8], optimized: &Path) {
         let Some(entry) = self.entry(input) else {
-            return Ok(());
+            return;
         };
-        let partial = entry.with_extension(format!("partial-{}", std::process::id()));
-        fs::copy(optimized, &partial).map_err(|e| io_failure("copy", optimized, e))?;
-        rename(&partial, &entry)
+        let name = optimized.file_name().map(OsStr::to_string_lossy);
+        let partial = entry.with_extension(format!(
+            "partial-{}-{}",
+            std::process::id(),
+            name.unwrap_or_default()
+        ));
+        if let Err(e) = fs::copy(optimized, &partial).and_then(|_| fs::rename(&partial, &entry)) {
+            let _ = fs::remove_file(&partial);
+            println!("wasm-opt cache: cannot keep {}: {e}", optimized.display());
+        }
     }
 }
 
@@ -1521,71 +1595,84 @@ mod tests {
     }
 
     #[test]
-    fn ci_cache_is_locked_per_run_and_stamps_a_new_checkouts_files() {
+    fn ci_cache_is_locked_per_run_and_stamps_files_it_may_not_have_built() {
         let base = env::temp_dir().join(format!("xtask-ci-cache-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
         let (checkout, other, cache) = (base.join("a"), base.join("b"), base.join("cache"));
+        let git = |root: &Path, args: &[&str]| {
+            let status = Command::new("git")
+                .current_dir(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
         for root in [&checkout, &other] {
             fs::create_dir_all(root).unwrap();
             fs::write(root.join("lib.rs"), "// tracked").unwrap();
             fs::write(root.join("untracked.rs"), "// not tracked").unwrap();
-            for args in [&["init", "-q"][..], &["add", "lib.rs"]] {
-                let status = Command::new("git")
-                    .current_dir(root)
-                    .args(args)
-                    .status()
-                    .unwrap();
-                assert!(status.success());
-            }
+            git(root, &["init", "-q"]);
+            git(root, &["add", "lib.rs"]);
+            git(root, &["commit", "-q", "-m", "start"]);
         }
         let ctx = |root: &Path| Ctx {
             root: root.to_path_buf(),
             cargo: "cargo".into(),
             target_dir: None,
         };
+        let open = |root: &Path, limit| open_ci_cache(&ctx(root), cache.clone(), limit).unwrap();
+        let lib = checkout.join("lib.rs");
 
         // First run from checkout a: its tracked files are stamped now, untracked ones are not.
-        let old = age(&checkout.join("lib.rs"));
+        let old = age(&lib);
         age(&checkout.join("untracked.rs"));
-        let held = open_ci_cache(&ctx(&checkout), cache.clone())
-            .unwrap()
-            .unwrap();
+        let held = open(&checkout, None).unwrap();
         assert_eq!(held.dir, cache);
-        assert!(modified(&checkout.join("lib.rs")) > old);
+        assert!(modified(&lib) > old);
         assert_eq!(modified(&checkout.join("untracked.rs")), old);
-        assert_eq!(
-            fs::read_to_string(cache.join(".pi-forge-ci-checkout")).unwrap(),
-            checkout.display().to_string()
-        );
         // A second run while the first holds the lock builds without the cache.
-        assert!(open_ci_cache(&ctx(&other), cache.clone())
-            .unwrap()
-            .is_none());
+        assert!(open(&other, None).is_none());
         drop(held);
 
-        // The same checkout again: cargo's file times are trusted, nothing is stamped.
-        let old = age(&checkout.join("lib.rs"));
-        let held = open_ci_cache(&ctx(&checkout), cache.clone())
-            .unwrap()
-            .unwrap();
-        assert_eq!(modified(&checkout.join("lib.rs")), old);
-        drop(held);
+        // The same checkout with the same files: cargo's file times are trusted.
+        let old = age(&lib);
+        drop(open(&checkout, None).unwrap());
+        assert_eq!(modified(&lib), old);
 
-        // Another checkout: its files are stamped, and the stamp names it.
+        // The same path with other contents (as a reused CI folder has): stamped again.
+        fs::write(&lib, "// changed").unwrap();
+        let old = age(&lib);
+        drop(open(&checkout, None).unwrap());
+        assert!(modified(&lib) > old);
+
+        // Another checkout: its files are stamped.
         let old = age(&other.join("lib.rs"));
-        let held = open_ci_cache(&ctx(&other), cache.clone()).unwrap().unwrap();
+        drop(open(&other, None).unwrap());
         assert!(modified(&other.join("lib.rs")) > old);
-        assert_eq!(
-            fs::read_to_string(cache.join(".pi-forge-ci-checkout")).unwrap(),
-            other.display().to_string()
-        );
-        drop(held);
+        assert!(fs::read_to_string(cache.join(".pi-forge-ci-checkout"))
+            .unwrap()
+            .starts_with(&format!("{}\n", other.display())));
 
+        // Over the limit, everything but the lock goes; under it, nothing.
         fs::write(cache.join("artifact"), vec![0u8; 3000]).unwrap();
+        drop(open(&other, Some(1_000_000)).unwrap());
+        assert!(cache.join("artifact").is_file());
+        drop(open(&other, Some(2000)).unwrap());
+        let mut left: Vec<_> = read_dir(&cache).unwrap();
+        left.sort();
         assert_eq!(
-            dir_size(&cache),
-            3000 + other.display().to_string().len() as u64
+            left,
+            [
+                cache.join(".pi-forge-ci-checkout"),
+                cache.join(".pi-forge-ci.lock")
+            ]
         );
+
+        // Outside a git checkout there is nothing to fingerprint: no cache.
+        let plain = base.join("plain");
+        fs::create_dir_all(&plain).unwrap();
+        assert!(open(&plain, None).is_none());
         fs::remove_dir_all(&base).unwrap();
     }
 
@@ -1600,16 +1687,17 @@ mod tests {
         };
         let (a, b) = (cache(b"binaryen 1"), cache(b"binaryen 2"));
         let out = dir.join("out.wasm");
-        assert!(!a.take(b"module", &out).unwrap(), "nothing kept yet");
+        assert!(!a.take(b"module", &out), "nothing kept yet");
         fs::write(dir.join("optimized.wasm"), b"small").unwrap();
-        a.keep(b"module", &dir.join("optimized.wasm")).unwrap();
-        assert!(a.take(b"module", &out).unwrap());
+        a.keep(b"module", &dir.join("optimized.wasm"));
+        assert!(a.take(b"module", &out));
         assert_eq!(fs::read(&out).unwrap(), b"small");
-        assert!(!a.take(b"module2", &out).unwrap(), "another input");
-        assert!(
-            !b.take(b"module", &out).unwrap(),
-            "another tool or arguments"
-        );
+        assert!(!a.take(b"module2", &out), "another input");
+        assert!(!b.take(b"module", &out), "another tool or arguments");
+        // Nothing is left aside.
+        let mut names: Vec<_> = read_dir(&dir).unwrap();
+        names.retain(|p| p.to_string_lossy().contains("partial"));
+        assert_eq!(names, Vec::<PathBuf>::new());
         assert_ne!(a.entry(b"module"), a.entry(b"moduld"));
         assert!(OptCache {
             dir: None,

@@ -246,7 +246,7 @@ pub fn base64_encode(bytes: &[u8]) -> String {
 /// Strict decode: the re-encoding of the result must equal the input (no missing padding, no
 /// white space, no non-zero trailing bits).
 pub fn base64_decode_strict(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);

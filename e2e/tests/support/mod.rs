@@ -449,8 +449,8 @@ impl Browser {
         self.wait_app().await;
     }
 
-    /// Waits until the app has started: the page's server-drawn first screen (same markup, not
-    /// interactive) is gone and the app's own top bar is there.
+    /// Waits until the app has started: the page's server-drawn first screen (same markup; a
+    /// click there is only remembered for the app) is gone and the app's own top bar is there.
     pub async fn wait_app(&self) {
         self.wait_css(APP_READY).await;
     }

@@ -5,9 +5,9 @@
 //! two (e2e/tests/first_screen.rs).
 //!
 //! What a row shows comes from forge-core (`StackRow::title`, `detail`, `badges`, and
-//! `StackList::opening` for the scope the list opens on), as in the app. Nothing here is
-//! interactive: until the app starts, a click does nothing and typed search text is kept (the app
-//! takes it over).
+//! `StackList::opening` for the scope the list opens on), as in the app. Nothing here has its
+//! own behaviour: until the app starts, `assets/boot.js` remembers a clicked row and the search
+//! box keeps typed text, and the app takes both over.
 
 use std::fmt::Write;
 
