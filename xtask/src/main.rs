@@ -25,10 +25,13 @@ USAGE:
 COMMANDS:
     setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
-    dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz)
-                     and compress it once (brotli 11 and gzip -9 variants, served as they are)
+    dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz,
+                     whose results are kept in ~/.cache/pi-forge/wasm-opt) and compress it once
+                     (brotli 11 and gzip -9 variants, served as they are)
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
-    ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests
+    ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests; builds in
+                     ~/.cache/pi-forge/ci-target, kept between runs (PI_FORGE_CI_TARGET_DIR=off:
+                     in target/)
     bench [-- ARGS]  Run `pi-forge bench --json` in a release build and the web benchmarks
                      (first visit and reload; the Payloads surface on a 5 MB capture; keystroke
                      to highlight on a 100 KB template; NAVBENCH_BASELINE=<pi-forge> adds an
@@ -1004,14 +1007,15 @@ fn open_ci_cache(ctx: &Ctx, dir: PathBuf, limit: Option<u64>) -> Result<Option<C
     // pass for current. So unless the last run came from this path with exactly these files,
     // the checkout's files are stamped "now" first: its crates are rebuilt, the dependencies
     // reused.
-    let Some(checkout) = checkout_fingerprint(ctx) else {
+    let Some(files) = tracked_files(ctx) else {
         println!(
             "ci: cannot list the checkout's files with git: building in the checkout's target/"
         );
         return Ok(None);
     };
+    let checkout = checkout_fingerprint(ctx, &files);
     if fs::read_to_string(&stamp).ok().as_deref() != Some(checkout.as_str()) {
-        if let Err(failure) = touch_tracked_files(ctx) {
+        if let Err(failure) = touch_files(&files) {
             println!(
                 "ci: {}: building in the checkout's target/",
                 failure.message
@@ -1028,10 +1032,9 @@ fn open_ci_cache(ctx: &Ctx, dir: PathBuf, limit: Option<u64>) -> Result<Option<C
     Ok(Some(CiCache { dir, _lock: lock }))
 }
 
-/// The checkout's path and a fingerprint of the names and contents of the files git tracks,
-/// as they are in the working tree (read here: git's own status trusts file times and sizes);
-/// None outside a git checkout.
-fn checkout_fingerprint(ctx: &Ctx) -> Option<String> {
+/// The files git tracks in the checkout, as paths under it (a file deleted from the working
+/// tree is still listed); None outside a git checkout.
+fn tracked_files(ctx: &Ctx) -> Option<Vec<PathBuf>> {
     let listing = Command::new("git")
         .current_dir(&ctx.root)
         .args(["ls-files", "-z"])
@@ -1040,20 +1043,32 @@ fn checkout_fingerprint(ctx: &Ctx) -> Option<String> {
         .ok()
         .filter(|o| o.status.success())?
         .stdout;
+    let names = listing.split(|b| *b == 0).filter(|n| !n.is_empty());
+    Some(
+        names
+            .map(|n| ctx.root.join(String::from_utf8_lossy(n).as_ref()))
+            .collect(),
+    )
+}
+
+/// Whether `path` is a regular file (not a symbolic link, not missing).
+fn is_regular_file(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// The checkout's path and a fingerprint of the names and contents of `files` as they are in
+/// the working tree (read here: git's own status trusts file times and sizes).
+fn checkout_fingerprint(ctx: &Ctx, files: &[PathBuf]) -> String {
     let mut hash = fnv1a(b"pi-forge checkout");
-    for name in listing.split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        hash = fnv1a_from(hash, name);
-        let path = ctx.root.join(String::from_utf8_lossy(name).as_ref());
-        let content = match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() => fs::read(&path).ok(),
-            _ => None,
-        };
+    for path in files {
+        hash = fnv1a_from(hash, path.as_os_str().as_encoded_bytes());
+        let content = is_regular_file(path).then(|| fs::read(path).ok()).flatten();
         hash = match content {
             Some(bytes) => fnv1a_from(fnv1a_from(hash, b"\x01"), &bytes),
             None => fnv1a_from(hash, b"\x02"),
         };
     }
-    Some(format!("{}\n{hash:016x}\n", ctx.root.display()))
+    format!("{}\n{hash:016x}\n", ctx.root.display())
 }
 
 /// Bytes under a folder (symbolic links not followed; unreadable entries count as 0).
@@ -1071,25 +1086,15 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Sets the modification time of every file git tracks in the checkout to now (symbolic links
-/// and files deleted from the working tree are left alone).
-fn touch_tracked_files(ctx: &Ctx) -> Result {
-    let listing = capture(
-        Command::new("git")
-            .current_dir(&ctx.root)
-            .args(["ls-files", "-z"]),
-    )?;
+/// Sets the modification time of each of `files` to now (symbolic links and missing files are
+/// left alone).
+fn touch_files(files: &[PathBuf]) -> Result {
     let now = std::time::SystemTime::now();
-    for name in listing.split('\0').filter(|n| !n.is_empty()) {
-        let path = ctx.root.join(name);
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() => {}
-            _ => continue,
-        }
+    for path in files.iter().filter(|p| is_regular_file(p)) {
         // Setting a file's times needs its owner, not write access.
-        fs::File::open(&path)
+        fs::File::open(path)
             .and_then(|file| file.set_modified(now))
-            .map_err(|e| io_failure("set the time of", &path, e))?;
+            .map_err(|e| io_failure("set the time of", path, e))?;
     }
     Ok(())
 }
