@@ -120,3 +120,33 @@ fn editor_tab_view(tab: crate::state::Tab) -> AnyView {
 pub fn editor_tab(tab: crate::state::Tab) -> AnyView {
     suspended(editor_tab_view(tab))
 }
+
+/// A save conflict's view: the diff of disk and draft and the three-way merge (only a 409 shows
+/// it). `take` is the conflict view's own state, kept in the main module.
+#[lazy]
+fn conflict_view(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
+    crate::editor::conflict_body(c, take)
+}
+
+pub fn conflict(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
+    suspended(conflict_view(c, take))
+}
+
+/// The Payloads fetches that effects of the main module start (`payloads::provide`): the
+/// capture list and the run diffs, with the readers of their answers.
+#[lazy]
+fn payloads_fetch_part(
+    app: crate::state::App,
+    p: crate::payloads::Payloads,
+    what: crate::payloads::Fetch,
+) {
+    crate::payloads::fetch(app, p, what)
+}
+
+pub fn payloads_fetch(
+    app: crate::state::App,
+    p: crate::payloads::Payloads,
+    what: crate::payloads::Fetch,
+) {
+    leptos::task::spawn_local(payloads_fetch_part(app, p, what));
+}
