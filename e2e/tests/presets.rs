@@ -1814,7 +1814,12 @@ async fn keystrokes_typed_while_a_save_is_in_flight_stay_in_the_draft() {
     saved["items"][0]["content"] = json!("Two. Three.");
     wait_file(&server, &stack_path("alpha"), &saved).await;
     browser.wait_count(".badge.dirty", 0).await;
+    // No conflict: its view is loaded on demand, so the status line (set at once) says it too.
     assert_eq!(browser.count(".conflict").await, 0);
+    assert_eq!(
+        browser.text(".topbar .status").await.as_deref(),
+        Some("Saved alpha")
+    );
     browser.assert_no_errors().await;
     browser.close().await;
 }
@@ -1845,7 +1850,12 @@ async fn a_second_ctrl_s_during_a_save_sends_nothing_and_raises_no_conflict() {
         )
         .await;
     assert_eq!(puts, json!(1));
+    // No conflict: its view is loaded on demand, so the status line (set at once) says it too.
     assert_eq!(browser.count(".conflict").await, 0);
+    assert_eq!(
+        browser.text(".topbar .status").await.as_deref(),
+        Some("Saved alpha")
+    );
     assert_eq!(browser.count(".badge.dirty").await, 0);
     browser.assert_no_errors().await;
     browser.close().await;

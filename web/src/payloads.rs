@@ -150,7 +150,7 @@ pub fn provide(app: App, dock: Dock) {
     Effect::new(move |_| {
         app.payload_events.track();
         if on_screen() {
-            crate::split::payloads_fetch(app, p, Fetch::List);
+            fetch_list(app, p);
         }
     });
     // The surface's diff follows its ends and every list change (new captures, late usage).
@@ -159,13 +159,13 @@ pub fn provide(app: App, dock: Dock) {
         p.diff.from.track();
         p.diff.to.track();
         if app.surface.get() == Surface::Payloads && p.tab.get() == PayloadTab::Diff {
-            crate::split::payloads_fetch(app, p, Fetch::Diff);
+            p.diff.fetch();
         }
     });
     Effect::new(move |_| {
         p.list.track();
         if dock.open.get() && dock.tab.get() == crate::preview::DockTab::Run {
-            crate::split::payloads_fetch(app, p, Fetch::DockDiff);
+            p.dock_diff.fetch();
         }
     });
     // The selected capture's JSON.
@@ -204,23 +204,6 @@ pub fn provide(app: App, dock: Dock) {
             }
         });
     });
-}
-
-/// A fetch that an effect of [`provide`] (main module) asks for; it runs in the Payloads chunk
-/// ([`crate::split::payloads_fetch`]), which holds the answers' readers.
-#[derive(Clone, Copy, Debug)]
-pub enum Fetch {
-    List,
-    Diff,
-    DockDiff,
-}
-
-pub fn fetch(app: App, p: Payloads, what: Fetch) {
-    match what {
-        Fetch::List => fetch_list(app, p),
-        Fetch::Diff => p.diff.fetch(),
-        Fetch::DockDiff => p.dock_diff.fetch(),
-    }
 }
 
 fn fetch_list(app: App, p: Payloads) {

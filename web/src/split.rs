@@ -131,22 +131,3 @@ fn conflict_view(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)
 pub fn conflict(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
     suspended(conflict_view(c, take))
 }
-
-/// The Payloads fetches that effects of the main module start (`payloads::provide`): the
-/// capture list and the run diffs, with the readers of their answers.
-#[lazy]
-fn payloads_fetch_part(
-    app: crate::state::App,
-    p: crate::payloads::Payloads,
-    what: crate::payloads::Fetch,
-) {
-    crate::payloads::fetch(app, p, what)
-}
-
-pub fn payloads_fetch(
-    app: crate::state::App,
-    p: crate::payloads::Payloads,
-    what: crate::payloads::Fetch,
-) {
-    leptos::task::spawn_local(payloads_fetch_part(app, p, what));
-}
