@@ -208,19 +208,9 @@ async fn main() {
             // The same first visit in a browser that finished starting up (see SETTLE).
             let browser = support::Browser::start().await;
             tokio::time::sleep(SETTLE).await;
-            browser
-                .client
-                .goto(&run.server.url)
-                .await
-                .expect("navigation");
-            run.settled_app.push(wait_painted(&browser).await);
-            run.settled_first_screen.push(
-                browser
-                    .js(FIRST_SCREEN, vec![])
-                    .await
-                    .as_f64()
-                    .unwrap_or(f64::NAN),
-            );
+            let (app, first_screen) = visit(&browser, &run.server.url).await;
+            run.settled_app.push(app);
+            run.settled_first_screen.push(first_screen);
             browser.assert_no_errors().await;
             browser.close().await;
         }
@@ -258,19 +248,9 @@ async fn main() {
     }
     for _ in 0..samples {
         for (run, browser) in runs.iter_mut().zip(&browsers) {
-            browser
-                .client
-                .goto(&run.server.base)
-                .await
-                .expect("navigation");
-            run.reloads.push(wait_painted(browser).await);
-            run.reload_first_screen.push(
-                browser
-                    .js(FIRST_SCREEN, vec![])
-                    .await
-                    .as_f64()
-                    .unwrap_or(f64::NAN),
-            );
+            let (app, first_screen) = visit(browser, &run.server.base).await;
+            run.reloads.push(app);
+            run.reload_first_screen.push(first_screen);
             assert_eq!(
                 browser.count(".stack-row").await,
                 STACKS,
@@ -442,6 +422,19 @@ async fn open_painted(url: &str) -> support::Browser {
     browser.client.goto(url).await.expect("navigation");
     wait_painted(&browser).await;
     browser
+}
+
+/// Opens `url` in `browser` and waits for the app's rows: when they and the page's own first
+/// screen were painted (NaN when the first screen's paint is not known, see [`FIRST_SCREEN`]).
+async fn visit(browser: &support::Browser, url: &str) -> (f64, f64) {
+    browser.client.goto(url).await.expect("navigation");
+    let app = wait_painted(browser).await;
+    let first_screen = browser
+        .js(FIRST_SCREEN, vec![])
+        .await
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    (app, first_screen)
 }
 
 async fn wait_painted(browser: &support::Browser) -> f64 {
