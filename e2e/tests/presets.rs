@@ -1180,6 +1180,19 @@ async fn a_stale_save_merges_both_writers_changes() {
         Some("Merge with these choices")
     );
     browser.screenshot("merge-view").await;
+    // The view (loaded on demand) also at phone width, then back to the desktop.
+    browser
+        .client
+        .set_window_size(390, 844)
+        .await
+        .expect("resize");
+    browser.wait_count(".merge-conflicts li", 2).await;
+    browser.screenshot("merge-view-390x844").await;
+    browser
+        .client
+        .set_window_size(1280, 900)
+        .await
+        .expect("resize");
     browser.click(".conflict button.merge-both").await;
     browser.click("button.save").await;
     browser.wait_status("Saved live").await;
