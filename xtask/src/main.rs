@@ -27,7 +27,8 @@ COMMANDS:
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
     dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz,
                      whose results are kept in ~/.cache/pi-forge/wasm-opt) and compress it once
-                     (brotli 11 and gzip -9 variants, served as they are)
+                     (brotli 11 and gzip -9 variants, served as they are); std is rebuilt
+                     for size and panics trap: PI_FORGE_WASM_PANIC_MESSAGES=1 keeps messages
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
     ci               All CI checks: setup, fmt, clippy, wasm32 builds, dist, tests; builds in
                      ~/.cache/pi-forge/ci-target, kept between runs (PI_FORGE_CI_TARGET_DIR=off:
@@ -45,6 +46,28 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const APT_INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
 /// Files copied verbatim from `assets/` into the bundle.
 const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.png"];
+/// The web bundle rebuilds the standard library for size and lets a panic trap at once instead of
+/// formatting a message: the main module is 26 KB of brotli smaller (313 → 287 KB; see
+/// docs/performance.md). Both are unstable options, enabled on the stable toolchain with
+/// `RUSTC_BOOTSTRAP=1` for this one build; they need the `rust-src` component (`cargo xtask
+/// setup` adds it).
+const BUILD_STD_ARGS: &[&str] = &[
+    "-Zbuild-std=std,panic_abort",
+    // Smaller variants of std's algorithms (sorting, formatting), chosen for code size.
+    "-Zbuild-std-features=optimize_for_size",
+];
+/// Flags for every crate of that build (merged with `.cargo/config.toml`'s wasm32 `rustflags`).
+const SIZE_RUSTFLAGS: &[&str] = &[
+    "-Zunstable-options",
+    // A panic is a `RuntimeError: unreachable` in the browser's console (boot.js still records
+    // it), with no message and no location compiled in.
+    "-Cpanic=immediate-abort",
+    "-Zlocation-detail=none",
+];
+const WASM_RUSTFLAGS_ENV: &str = "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS";
+/// `PI_FORGE_WASM_PANIC_MESSAGES=1 cargo xtask dist` builds with the stock standard library and
+/// panic messages in the console (for debugging a panic; a larger bundle).
+const PANIC_MESSAGES_ENV: &str = "PI_FORGE_WASM_PANIC_MESSAGES";
 /// wasm-opt's optimisation arguments for every module of the bundle.
 const WASM_OPT_ARGS: &[&str] = &[
     "-Oz",
@@ -235,6 +258,7 @@ struct Tools {
 
 fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     ensure_wasm_target(ctx)?;
+    ensure_rust_src(ctx)?;
     let wasm_bindgen = ensure_wasm_bindgen(ctx)?;
     let wasm_split = ensure_wasm_split(ctx)?;
     ensure_npm_tools(ctx)?;
@@ -246,6 +270,21 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
         wasm_bindgen,
         wasm_split,
     })
+}
+
+/// The standard library's sources, which `cargo xtask dist` rebuilds for size ([`BUILD_STD_ARGS`]).
+fn ensure_rust_src(ctx: &Ctx) -> Result {
+    let sysroot = capture(Command::new("rustc").args(["--print", "sysroot"]))?;
+    let src = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/std");
+    if src.is_dir() {
+        skipped("rust component rust-src is installed");
+        return Ok(());
+    }
+    step("installing rust component rust-src (dist rebuilds std for size)");
+    run(Command::new("rustup")
+        .args(["component", "add", "rust-src"])
+        .current_dir(&ctx.root))
+    .map_err(|f| with_hint(f, "rustup component add rust-src"))
 }
 
 fn ensure_wasm_target(ctx: &Ctx) -> Result {
@@ -601,14 +640,22 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     let tools = setup(ctx, Setup::Wasm)?;
     let started = Instant::now();
 
-    step("building forge-web for wasm32 (profile wasm-release, relocations kept for wasm-split)");
+    let panic_messages = env::var_os(PANIC_MESSAGES_ENV).is_some_and(|v| v == "1");
+    step(if panic_messages {
+        "building forge-web for wasm32 (profile wasm-release, with panic messages)"
+    } else {
+        "building forge-web for wasm32 (profile wasm-release, std rebuilt for size, panics trap)"
+    });
     // `cargo rustc` passes the link argument to forge-web only, so the dependencies stay cached.
-    run(ctx.cargo().args([
-        "rustc",
-        "-p",
-        "forge-web",
-        "--bin",
-        "forge_web",
+    let mut build = ctx.cargo();
+    build.args(["rustc", "-p", "forge-web", "--bin", "forge_web"]);
+    if !panic_messages {
+        build
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env(WASM_RUSTFLAGS_ENV, SIZE_RUSTFLAGS.join(" "))
+            .args(BUILD_STD_ARGS);
+    }
+    build.args([
         "--target",
         WASM_TARGET,
         "--profile",
@@ -616,7 +663,8 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
         "--",
         "-C",
         "link-arg=--emit-relocs",
-    ]))?;
+    ]);
+    run(&mut build)?;
     let wasm = target_dir(ctx)?
         .join(WASM_TARGET)
         .join("wasm-release/forge_web.wasm");
@@ -717,6 +765,12 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
 
     for name in STATIC_ASSETS {
         let from = assets.join(name);
+        if name.ends_with(".css") {
+            // The page carries the stylesheet inline on every load: comments and indentation go.
+            let css = fs::read_to_string(&from).map_err(|e| io_failure("read", &from, e))?;
+            write_file(&staging.join(name), minify_css(&css).as_bytes())?;
+            continue;
+        }
         fs::copy(&from, staging.join(name)).map_err(|e| Failure {
             message: format!("cannot copy {}: {e}", from.display()),
             hint: None,
@@ -782,6 +836,56 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
         later.len()
     );
     Ok(files)
+}
+
+/// `css` without comments and with every run of whitespace outside strings made one space (or
+/// none, next to `{`, `}`, `;`, `,` and `>`, and at the ends). Strings are kept as they are.
+fn minify_css(css: &str) -> String {
+    let mut out = String::with_capacity(css.len());
+    let mut chars = css.chars().peekable();
+    let mut space = false;
+    let tight = |c: char| matches!(c, '{' | '}' | ';' | ',' | '>');
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                space = true;
+            }
+            c if c.is_whitespace() => space = true,
+            '"' | '\'' => {
+                if space && !out.is_empty() && !out.ends_with(tight) {
+                    out.push(' ');
+                }
+                space = false;
+                out.push(c);
+                while let Some(s) = chars.next() {
+                    out.push(s);
+                    if s == '\\' {
+                        if let Some(escaped) = chars.next() {
+                            out.push(escaped);
+                        }
+                    } else if s == c {
+                        break;
+                    }
+                }
+            }
+            c => {
+                if space && !out.is_empty() && !out.ends_with(tight) && !tight(c) {
+                    out.push(' ');
+                }
+                space = false;
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// The loader wasm-split-cli writes next to the chunks.
@@ -1586,6 +1690,15 @@ fn read_dir(path: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn css_loses_comments_and_spacing_but_not_strings() {
+        let css = "/* head */\n.a > .b,\n.c  .d {\n  content: \"x  /* y */\";\n  margin: 0 auto; /* c */\n}\n\n@media (max-width: 700px) {\n  .e:hover { font: 12px 'A  B', serif; }\n}\n.f::after { content: \"\\\"  \"; }\n";
+        assert_eq!(
+            minify_css(css),
+            ".a>.b,.c .d{content: \"x  /* y */\";margin: 0 auto;}@media (max-width: 700px){.e:hover{font: 12px 'A  B',serif;}}.f::after{content: \"\\\"  \";}"
+        );
+    }
 
     /// Sets a file's modification time to 2001 and returns that time.
     fn age(path: &Path) -> std::time::SystemTime {

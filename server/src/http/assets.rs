@@ -40,6 +40,10 @@ Build it and rebuild pi-forge:
 
 /// The page; its references are rewritten to the hashed names, and it is never served as is.
 const INDEX: &str = "index.html";
+/// The stylesheet. The page carries it inline (`<style>`, allowed by its hash in the
+/// Content-Security-Policy), so the first screen paints without waiting for a second request;
+/// `/assets/app.css` is still served.
+const STYLESHEET: &str = "app.css";
 /// Suffixes of the build's compressed variants (served only as variants of their file).
 const VARIANTS: [&str; 2] = [".br", ".gz"];
 
@@ -53,8 +57,10 @@ struct Asset {
 struct Bundle {
     /// By plain name (`false`) and by hashed name (`true`: immutable).
     files: HashMap<String, (Arc<Asset>, bool)>,
-    /// `index.html` with hashed references.
+    /// `index.html` with hashed references and the stylesheet inline.
     index: Option<String>,
+    /// Base64 SHA-256 of the inline stylesheet (for the Content-Security-Policy).
+    style_hash: Option<String>,
 }
 
 fn hashed_name(name: &str, hash: &str) -> String {
@@ -114,9 +120,51 @@ fn bundle() -> &'static Bundle {
             files.insert(hashed, (Arc::clone(&asset), true));
             files.insert(name.clone(), (asset, false));
         }
-        let index = Dist::get(INDEX).map(|f| rewrite(&String::from_utf8_lossy(&f.data), &renames));
-        Bundle { files, index }
+        let mut index =
+            Dist::get(INDEX).map(|f| rewrite(&String::from_utf8_lossy(&f.data), &renames));
+        let style_hash = match (&mut index, Dist::get(STYLESHEET)) {
+            (Some(page), Some(css)) => inline_stylesheet(page, &css.data, &renames)
+                .then(|| base64(&css.metadata.sha256_hash())),
+            _ => None,
+        };
+        Bundle {
+            files,
+            index,
+            style_hash,
+        }
     })
+}
+
+/// Replaces the page's `<link rel="stylesheet">` to [`STYLESHEET`] with a `<style>` element
+/// holding `css`. The page is left as it is (`false`) when the link is missing or the text is not
+/// UTF-8 or could end the element early.
+fn inline_stylesheet(page: &mut String, css: &[u8], renames: &[(String, String)]) -> bool {
+    let Ok(text) = std::str::from_utf8(css) else {
+        return false;
+    };
+    if text.to_ascii_lowercase().contains("</style") {
+        return false;
+    }
+    let href = renames
+        .iter()
+        .find(|(plain, _)| plain == STYLESHEET)
+        .map_or(STYLESHEET, |(_, hashed)| hashed.as_str());
+    let link = format!("<link rel=\"stylesheet\" href=\"/assets/{href}\">");
+    let Some(at) = page.find(&link) else {
+        return false;
+    };
+    page.replace_range(at..at + link.len(), &format!("<style>{text}</style>"));
+    true
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Base64 SHA-256 of the stylesheet the page carries inline; `None` without a bundle.
+pub fn inline_style_hash() -> Option<&'static str> {
+    bundle().style_hash.as_deref()
 }
 
 pub fn bundle_present() -> bool {
@@ -224,5 +272,30 @@ mod tests {
             ),
             r#"import("/assets/forge_web.2.js"); x('/assets/forge_web_bg.1.wasm'); "/assets/forge_web.jsx""#
         );
+    }
+
+    #[test]
+    fn the_stylesheet_link_becomes_an_inline_style_element() {
+        let renames = vec![("app.css".to_string(), "app.0123456789.css".to_string())];
+        let head = r#"<head><link rel="stylesheet" href="/assets/app.0123456789.css"><script></script></head>"#;
+        let mut page = head.to_string();
+        assert!(inline_stylesheet(&mut page, b"a { color: red }", &renames));
+        assert_eq!(
+            page,
+            "<head><style>a { color: red }</style><script></script></head>"
+        );
+        // Text that could close the element, text that is not UTF-8, or a page without the
+        // link: the page stays as it is.
+        for css in [
+            &b"a{} </STYLE><script>x()</script>"[..],
+            &b"a{content:\"\xff\"}"[..],
+        ] {
+            let mut page = head.to_string();
+            assert!(!inline_stylesheet(&mut page, css, &renames));
+            assert_eq!(page, head);
+        }
+        let mut page = r#"<link rel="stylesheet" href="/assets/other.css">"#.to_string();
+        assert!(!inline_stylesheet(&mut page, b"a{}", &renames));
+        assert_eq!(page, r#"<link rel="stylesheet" href="/assets/other.css">"#);
     }
 }

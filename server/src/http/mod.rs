@@ -179,7 +179,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(SetResponseHeaderLayer::overriding(
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(security::CSP),
+            HeaderValue::from_static(security::csp()),
         ))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,

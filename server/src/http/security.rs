@@ -26,9 +26,21 @@ use super::ServerState;
 /// The header that carries the token for scripts and the editor's own fetches.
 pub const TOKEN_HEADER: &str = "x-pi-forge-token";
 
-/// `Content-Security-Policy` of every response.
-pub const CSP: &str =
-    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; frame-ancestors 'none'";
+/// `Content-Security-Policy` of every response: only the server's own files, plus the one
+/// stylesheet the page carries inline, named by its hash.
+pub fn csp() -> &'static str {
+    static CSP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CSP.get_or_init(|| policy(super::assets::inline_style_hash()))
+}
+
+fn policy(inline_style_hash: Option<&str>) -> String {
+    let style = inline_style_hash
+        .map(|h| format!("style-src 'self' 'sha256-{h}'; "))
+        .unwrap_or_default();
+    format!(
+        "default-src 'self'; {style}script-src 'self' 'wasm-unsafe-eval'; frame-ancestors 'none'"
+    )
+}
 
 pub const INVALID_TOKEN: &str = "Invalid pi-forge editor token.";
 
@@ -177,6 +189,19 @@ pub async fn guard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_policy_names_the_inline_stylesheet_by_its_hash() {
+        assert_eq!(
+            policy(None),
+            "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; frame-ancestors 'none'"
+        );
+        assert_eq!(
+            policy(Some("q83vEjRWeJA=")),
+            "default-src 'self'; style-src 'self' 'sha256-q83vEjRWeJA='; \
+             script-src 'self' 'wasm-unsafe-eval'; frame-ancestors 'none'"
+        );
+    }
 
     #[test]
     fn cookies_and_query_tokens_are_found_by_exact_name() {
