@@ -824,7 +824,8 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
             size(f.gz)
         );
     }
-    // What a first visit fetches: everything but the chunks, each file as brotli when built so.
+    // What a first visit fetches: everything but the chunks, each file as brotli when built so
+    // (app.css arrives inside the page, compressed with it).
     let (first, later): (Vec<&DistFile>, Vec<&DistFile>) = files
         .iter()
         .partition(|f| !(f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm"));

@@ -7,7 +7,8 @@
 //! so browsers may cache assets forever (`immutable`) while the page itself is never cached.
 //! The plain names keep working with revalidation (`no-cache` + `ETag`). An asset is answered
 //! with the build's variant that `Accept-Encoding` prefers, byte for byte; nothing is compressed
-//! at request time. The page is built per workspace snapshot with the stack list embedded
+//! at request time. The page carries `app.css` inline (see [`STYLESHEET`]). The page is built
+//! per workspace snapshot with the stack list embedded
 //! ([`super::viewcache`]). Without a bundle `/` answers 503 and says how to build it.
 
 use std::borrow::Cow;
