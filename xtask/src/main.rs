@@ -44,7 +44,7 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const APT_INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
-/// Files copied verbatim from `assets/` into the bundle.
+/// Files copied from `assets/` into the bundle (verbatim, except `app.css`: see [`minify_css`]).
 const STATIC_ASSETS: &[&str] = &["index.html", "app.css", "boot.js", "favicon.png"];
 /// The web bundle rebuilds the standard library for size and lets a panic trap at once instead of
 /// formatting a message: the main module is 26 KB of brotli smaller (313 → 287 KB; see
@@ -1482,8 +1482,18 @@ fn with_hint(mut failure: Failure, hint: impl Into<String>) -> Failure {
     failure
 }
 
+/// `cmd` as a shell line, with the environment it sets first (`NAME=value program args`).
 fn display(cmd: &Command) -> String {
-    let mut text = cmd.get_program().to_string_lossy().into_owned();
+    let mut text = String::new();
+    for (name, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            text.push_str(&name.to_string_lossy());
+            text.push('=');
+            text.push_str(&shell_word(value));
+            text.push(' ');
+        }
+    }
+    text.push_str(&cmd.get_program().to_string_lossy());
     for arg in cmd.get_args() {
         text.push(' ');
         text.push_str(&shell_word(arg));
@@ -1862,6 +1872,19 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
             Some(r#"/a "b"\c"#)
         );
         assert_eq!(json_string_field(json, "missing"), None);
+    }
+
+    #[test]
+    fn a_shown_command_names_the_environment_it_sets() {
+        let mut cmd = Command::new("cargo");
+        cmd.env("RUSTC_BOOTSTRAP", "1")
+            .env("FLAGS", "-Za -Zb")
+            .env_remove("GONE")
+            .args(["rustc", "-Zbuild-std"]);
+        assert_eq!(
+            display(&cmd),
+            "FLAGS='-Za -Zb' RUSTC_BOOTSTRAP=1 cargo rustc -Zbuild-std"
+        );
     }
 
     #[test]
