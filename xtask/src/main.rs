@@ -272,10 +272,15 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     })
 }
 
+/// `<sysroot>/lib/rustlib` of the toolchain's `rustc` (targets and the `rust-src` sources).
+fn rustlib() -> Result<PathBuf> {
+    let sysroot = capture(Command::new("rustc").args(["--print", "sysroot"]))?;
+    Ok(Path::new(sysroot.trim()).join("lib/rustlib"))
+}
+
 /// The standard library's sources, which `cargo xtask dist` rebuilds for size ([`BUILD_STD_ARGS`]).
 fn ensure_rust_src(ctx: &Ctx) -> Result {
-    let sysroot = capture(Command::new("rustc").args(["--print", "sysroot"]))?;
-    let src = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/std");
+    let src = rustlib()?.join("src/rust/library/std");
     if src.is_dir() {
         skipped("rust component rust-src is installed");
         return Ok(());
@@ -309,10 +314,7 @@ fn ensure_wasm_target(ctx: &Ctx) -> Result {
         }
         _ => {
             // No rustup (e.g. a distro toolchain): accept a sysroot that already has the target.
-            let sysroot = capture(Command::new("rustc").args(["--print", "sysroot"]))?;
-            let lib = Path::new(sysroot.trim())
-                .join("lib/rustlib")
-                .join(WASM_TARGET);
+            let lib = rustlib()?.join(WASM_TARGET);
             if lib.is_dir() {
                 skipped(&format!(
                     "rust target {WASM_TARGET} is in {}",
