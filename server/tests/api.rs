@@ -1695,25 +1695,43 @@ fn assets_are_sent_exactly_as_the_build_compressed_them() {
 }
 
 /// The parts of the wasm module that load on demand (`cargo xtask dist` cuts them off at the
-/// web crate's `#[lazy]` functions) and their loader: served like the rest of the bundle, as
-/// built, under the plain names the loader asks for (revalidated, like every plain name).
+/// web crate's `#[lazy]` functions), the shared code they use (packed into `chunks.bin`) and
+/// their loader: served like the rest of the bundle, as built, under the plain names the loader
+/// asks for (revalidated, like every plain name).
 #[test]
 fn split_chunks_and_their_loader_are_sent_as_built() {
     let f = Fixture::new();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/dist");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let all: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n == "__wasm_split.js" || (n.ends_with(".wasm") && n != "forge_web_bg.wasm"))
+        .collect();
+    let loose: Vec<&String> = all.iter().filter(|n| n.starts_with("chunk_")).collect();
+    assert!(
+        loose.is_empty(),
+        "shared chunks left outside chunks.bin: {loose:?}"
+    );
+    let mut names: Vec<String> = all
+        .iter()
+        .filter(|n| {
+            *n == "__wasm_split.js"
+                || *n == "chunks.bin"
+                || (n.ends_with(".wasm") && *n != "forge_web_bg.wasm")
+        })
+        .cloned()
         .collect();
     names.sort();
     assert!(
-        names.iter().any(|n| n.ends_with(".wasm")) && names.iter().any(|n| n.ends_with(".js")),
+        names.iter().any(|n| n.ends_with(".wasm"))
+            && names.iter().any(|n| n.ends_with(".js"))
+            && names.iter().any(|n| n == "chunks.bin"),
         "the bundle has no split chunks: {names:?}"
     );
     for name in names {
         let mime = if name.ends_with(".wasm") {
             "application/wasm"
+        } else if name.ends_with(".bin") {
+            "application/octet-stream"
         } else {
             "text/javascript"
         };

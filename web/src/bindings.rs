@@ -749,7 +749,7 @@ pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
             }))
         } else {
             names(
-                app.resources
+                app.resources()
                     .with(|r| r.tools.iter().map(|t| (t.name.clone(), t.active)).collect()),
             )
         };

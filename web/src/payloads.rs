@@ -93,7 +93,7 @@ impl RunDiffState {
     }
 
     /// Fetches the diff for the chosen ends.
-    fn fetch(self) {
+    pub fn fetch(self) {
         let my = self.seq.get_value() + 1;
         self.seq.set_value(my);
         let mut query = Vec::new();
@@ -150,7 +150,7 @@ pub fn provide(app: App, dock: Dock) {
     Effect::new(move |_| {
         app.payload_events.track();
         if on_screen() {
-            fetch_list(app, p);
+            crate::split::payload_list(app, p);
         }
     });
     // The surface's diff follows its ends and every list change (new captures, late usage).
@@ -159,13 +159,13 @@ pub fn provide(app: App, dock: Dock) {
         p.diff.from.track();
         p.diff.to.track();
         if app.surface.get() == Surface::Payloads && p.tab.get() == PayloadTab::Diff {
-            p.diff.fetch();
+            crate::split::run_diff(p.diff);
         }
     });
     Effect::new(move |_| {
         p.list.track();
         if dock.open.get() && dock.tab.get() == crate::preview::DockTab::Run {
-            p.dock_diff.fetch();
+            crate::split::run_diff(p.dock_diff);
         }
     });
     // The selected capture's JSON.
@@ -206,7 +206,7 @@ pub fn provide(app: App, dock: Dock) {
     });
 }
 
-fn fetch_list(app: App, p: Payloads) {
+pub fn fetch_list(app: App, p: Payloads) {
     let my = p.list_seq.get_value() + 1;
     p.list_seq.set_value(my);
     spawn_local(async move {

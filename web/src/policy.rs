@@ -93,7 +93,7 @@ fn PolicyCard(member: &'static str, title: &'static str, noun: &'static str) -> 
     let current = move || mode(ed, member);
     let list = move || patterns(ed, member);
     let available = move || {
-        app.resources.with(|r| {
+        app.resources().with(|r| {
             if member == "tools" {
                 crate::toolpicker::tool_rows(r)
             } else {

@@ -58,7 +58,6 @@ pub fn Shell() -> impl IntoView {
         state::refresh_stacks(app);
     }
     take_first_screen_search(app);
-    state::load_resources(app);
     // The editor, the preview dock and the dialogs are built after the first paint.
     request_animation_frame(move || {
         set_timeout(move || app.shell_ready.set(true), std::time::Duration::ZERO)

@@ -131,3 +131,25 @@ fn conflict_view(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)
 pub fn conflict(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
     suspended(conflict_view(c, take))
 }
+
+/// The capture list's fetch, started by the Payloads state's effects in the main module: only
+/// lazy parts (the Payloads surface, the preview dock's Run tab) show its answer, so its reader
+/// waits with them.
+#[lazy]
+fn payload_list_fetch(app: crate::state::App, p: crate::payloads::Payloads) {
+    crate::payloads::fetch_list(app, p)
+}
+
+pub fn payload_list(app: crate::state::App, p: crate::payloads::Payloads) {
+    leptos::task::spawn_local(payload_list_fetch(app, p));
+}
+
+/// A run diff's fetch (see [`payload_list`]).
+#[lazy]
+fn run_diff_fetch(state: crate::payloads::RunDiffState) {
+    state.fetch()
+}
+
+pub fn run_diff(state: crate::payloads::RunDiffState) {
+    leptos::task::spawn_local(run_diff_fetch(state));
+}

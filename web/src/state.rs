@@ -355,8 +355,10 @@ pub struct App {
     pub dialog: RwSignal<Option<Dialog>>,
     pub dark: RwSignal<bool>,
     pub editor: StackEditor,
-    /// Tools and skills of the runtime (`GET /api/resources`).
-    pub resources: RwSignal<Resources>,
+    /// Tools and skills of the runtime (`GET /api/resources`), read through [`App::resources`].
+    resources: RwSignal<Resources>,
+    /// Whether [`App::resources`] has asked for them.
+    resources_asked: StoredValue<bool>,
     /// Increments on every change event about profiles; the profiles surface refetches.
     pub profile_events: RwSignal<u64>,
     /// Bumped by every `payloads` server event (a capture, late usage, an arm or a clear).
@@ -413,6 +415,7 @@ impl App {
             dark: RwSignal::new(false),
             editor: StackEditor::new(),
             resources: RwSignal::new(Resources::default()),
+            resources_asked: StoredValue::new(false),
             profile_events: RwSignal::new(0),
             payload_events: RwSignal::new(0),
             agent_events: RwSignal::new(0),
@@ -891,13 +894,21 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
     }
 }
 
-/// Loads `GET /api/resources` once.
-pub fn load_resources(app: App) {
-    spawn_local(async move {
-        if let Ok(v) = api::get_as::<Resources>("/api/resources").await {
-            app.resources.set(v);
+impl App {
+    /// Tools and skills of the runtime, fetched (`GET /api/resources`) the first time a view
+    /// asks: only lazy parts (the tool lists of the Policy and Capabilities tabs and of the
+    /// Capabilities surface) show them, so their reader is not in the main module.
+    pub fn resources(self) -> RwSignal<Resources> {
+        if !self.resources_asked.get_value() {
+            self.resources_asked.set_value(true);
+            spawn_local(async move {
+                if let Ok(v) = api::get_as::<Resources>("/api/resources").await {
+                    self.resources.set(v);
+                }
+            });
         }
-    });
+        self.resources
+    }
 }
 
 pub use forge_core::api::NO_LIVE_SESSION;

@@ -9,7 +9,7 @@ use crate::state::app;
 
 /// The registered tools as `(name, source, description, active)`, in registry order.
 pub fn registered_tools() -> Vec<(String, String, String, bool)> {
-    app().resources.with(tool_rows)
+    app().resources().with(tool_rows)
 }
 
 /// `resources`' tools as `(name, source, description, active)` (the pickers' rows).

@@ -25,8 +25,9 @@ USAGE:
 COMMANDS:
     setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
-    dist             Build the web bundle into assets/dist (cargo, wasm-bindgen, wasm-opt -Oz,
-                     whose results are kept in ~/.cache/pi-forge/wasm-opt) and compress it once
+    dist             Build the web bundle into assets/dist (cargo, wasm-split, wasm-bindgen,
+                     wasm-opt -Oz, whose results are kept in ~/.cache/pi-forge/wasm-opt; the
+                     code lazy parts share goes into one chunks.bin) and compress it once
                      (brotli 11 and gzip -9 variants, served as they are); std is rebuilt
                      for size and panics trap: PI_FORGE_WASM_PANIC_MESSAGES=1 keeps messages
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
@@ -765,6 +766,9 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
             .map_or_else(|| "nowhere".to_string(), |d| d.display().to_string())
     );
 
+    step("packing the shared chunks into one file (chunks.bin, fetched once, on the first lazy load)");
+    pack_chunks(staging)?;
+
     for name in STATIC_ASSETS {
         let from = assets.join(name);
         if name.ends_with(".css") {
@@ -828,12 +832,12 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
     }
     // What a first visit fetches: everything but the chunks, each file as brotli when built so
     // (app.css arrives inside the page, compressed with it).
-    let (first, later): (Vec<&DistFile>, Vec<&DistFile>) = files
-        .iter()
-        .partition(|f| !(f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm"));
+    let (first, later): (Vec<&DistFile>, Vec<&DistFile>) = files.iter().partition(|f| {
+        !((f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm") || f.name == CHUNK_PACK)
+    });
     let wire = |fs: &[&DistFile]| fs.iter().map(|f| f.br.unwrap_or(f.raw)).sum::<u64>();
     println!(
-        "  first visit: {} (brotli); on demand: {} in {} chunks",
+        "  first visit: {} (brotli); on demand: {} in {} files",
         kib(wire(&first)),
         kib(wire(&later)),
         later.len()
@@ -912,8 +916,84 @@ fn split_loader(js: &str) -> Result<String> {
     ))
 }
 
+/// The file holding every shared chunk (`chunk_*.wasm`) of the split module, one after another.
+const CHUNK_PACK: &str = "chunks.bin";
+
+/// Replaces the shared chunks in `staging` with [`CHUNK_PACK`] and points the loader at it.
+/// wasm-split-cli writes a chunk for each set of lazy parts that share code (about a hundred,
+/// most under 2 KB): fetched one by one, opening a surface meant dozens of requests; packed, it
+/// is one request (compressed as a whole, which also makes it smaller) on the first lazy load,
+/// and every later surface finds its shared code already there.
+fn pack_chunks(staging: &Path) -> Result {
+    let mut chunks: Vec<PathBuf> = read_dir(staging)?
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("chunk_") && n.ends_with(".wasm"))
+        })
+        .collect();
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    chunks.sort();
+    let loader = staging.join(SPLIT_LOADER);
+    let js = fs::read_to_string(&loader).map_err(|e| io_failure("read", &loader, e))?;
+    let mut pack = Vec::new();
+    let mut parts = Vec::new();
+    for chunk in &chunks {
+        let bytes = fs::read(chunk).map_err(|e| io_failure("read", chunk, e))?;
+        let name = chunk.file_name().unwrap().to_string_lossy().into_owned();
+        parts.push((name, bytes.len()));
+        pack.extend_from_slice(&bytes);
+    }
+    let js = pack_loader(&js, &parts)?;
+    write_file(&staging.join(CHUNK_PACK), &pack)?;
+    write_file(&loader, js.as_bytes())?;
+    for chunk in &chunks {
+        fs::remove_file(chunk).map_err(|e| io_failure("remove", chunk, e))?;
+    }
+    Ok(())
+}
+
+/// The loader's fetch of each chunk in `parts` (name and length, in pack order) replaced by a
+/// slice of [`CHUNK_PACK`], served as a `Response` so the loader's
+/// `WebAssembly.instantiateStreaming` stays as wasm-split-cli wrote it. Fails when a chunk is not
+/// fetched exactly once (a wasm-split-cli whose loader looks different).
+fn pack_loader(js: &str, parts: &[(String, usize)]) -> Result<String> {
+    let mut out = js.to_string();
+    let mut at = 0;
+    for (name, len) in parts {
+        let fetch = format!("fetch(new URL(\"./{name}\", import.meta.url))");
+        if out.matches(&fetch).count() != 1 {
+            return fail(format!(
+                "{SPLIT_LOADER} from wasm-split-cli does not fetch {name} exactly once as `{fetch}`"
+            ));
+        }
+        out = out.replacen(&fetch, &format!("__pack({at}, {len})"), 1);
+        at += len;
+    }
+    Ok(format!(
+        "// The shared chunks arrive in one file ({CHUNK_PACK}, written by `cargo xtask dist`).
+let __packed;
+function __pack(at, len) {{
+    if (__packed === undefined) {{
+        const load = fetch(new URL(\"./{CHUNK_PACK}\", import.meta.url)).then((r) => {{
+            if (!r.ok) throw new Error(`{CHUNK_PACK}: HTTP ${{r.status}}`);
+            return r.arrayBuffer();
+        }});
+        // A failed fetch is tried again by the next load.
+        load.catch(() => {{ if (__packed === load) __packed = undefined; }});
+        __packed = load;
+    }}
+    return __packed.then((b) => new Response(new Uint8Array(b, at, len), {{ headers: {{ \"Content-Type\": \"application/wasm\" }} }}));
+}}
+{out}"
+    ))
+}
+
 /// Files `dist` compresses at build time (the server sends `<file>.br` / `<file>.gz` as they are).
-const COMPRESSED_EXTENSIONS: &[&str] = &["wasm", "js", "css"];
+const COMPRESSED_EXTENSIONS: &[&str] = &["wasm", "js", "css", "bin"];
 
 /// One file of the bundle: raw size and the sizes of its build-time brotli and gzip variants.
 struct DistFile {
@@ -1886,6 +1966,26 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
         assert_eq!(
             display(&cmd),
             "FLAGS='-Za -Zb' RUSTC_BOOTSTRAP=1 cargo rustc -Zbuild-std"
+        );
+    }
+
+    #[test]
+    fn the_loader_takes_the_shared_chunks_from_the_pack() {
+        let js = "const a = fetch(new URL(\"./chunk_1.wasm\", import.meta.url));\nconst b = fetch(new URL(\"./chunk_2.wasm\", import.meta.url));\nconst c = fetch(new URL(\"./split_x.wasm\", import.meta.url));\n";
+        let parts = [
+            ("chunk_1.wasm".to_string(), 10),
+            ("chunk_2.wasm".to_string(), 7),
+        ];
+        let out = pack_loader(js, &parts).unwrap();
+        assert!(out.ends_with("const a = __pack(0, 10);\nconst b = __pack(10, 7);\nconst c = fetch(new URL(\"./split_x.wasm\", import.meta.url));\n"), "{out}");
+        assert!(
+            out.contains("fetch(new URL(\"./chunks.bin\", import.meta.url))"),
+            "{out}"
+        );
+        let missing = pack_loader(js, &[("chunk_3.wasm".to_string(), 1)]).unwrap_err();
+        assert_eq!(
+            missing.message,
+            "__wasm_split.js from wasm-split-cli does not fetch chunk_3.wasm exactly once as `fetch(new URL(\"./chunk_3.wasm\", import.meta.url))`"
         );
     }
 

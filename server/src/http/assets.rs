@@ -1,6 +1,6 @@
 //! The embedded single-page app.
 //!
-//! `cargo xtask dist` writes the bundle to `assets/dist/` and compresses its wasm, js and css
+//! `cargo xtask dist` writes the bundle to `assets/dist/` and compresses its wasm, js, css and bin
 //! files once, at build time (`<name>.br`: brotli quality 11, `<name>.gz`: gzip -9); rust-embed
 //! embeds it all at compile time. At first use the server derives content-hashed names
 //! (`app.3f2a9c01d4.css`) for every file and rewrites the references in `index.html` to them,
