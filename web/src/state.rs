@@ -433,6 +433,21 @@ impl App {
         }
     }
 
+    /// Tools and skills of the runtime, fetched (`GET /api/resources`) the first time a view
+    /// asks: only lazy parts (the tool lists of the Policy and Capabilities tabs and of the
+    /// Capabilities surface) show them, so their reader is not in the main module.
+    pub fn resources(self) -> RwSignal<Resources> {
+        if !self.resources_asked.get_value() {
+            self.resources_asked.set_value(true);
+            spawn_local(async move {
+                if let Ok(v) = api::get_as::<Resources>("/api/resources").await {
+                    self.resources.set(v);
+                }
+            });
+        }
+        self.resources
+    }
+
     pub fn say(&self, text: impl Into<String>, tone: Tone) {
         self.status.set((text.into(), tone));
     }
@@ -891,23 +906,6 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
             close_stack(app);
             app.say(format!("{} was deleted on disk", loaded.id), Tone::Info);
         }
-    }
-}
-
-impl App {
-    /// Tools and skills of the runtime, fetched (`GET /api/resources`) the first time a view
-    /// asks: only lazy parts (the tool lists of the Policy and Capabilities tabs and of the
-    /// Capabilities surface) show them, so their reader is not in the main module.
-    pub fn resources(self) -> RwSignal<Resources> {
-        if !self.resources_asked.get_value() {
-            self.resources_asked.set_value(true);
-            spawn_local(async move {
-                if let Ok(v) = api::get_as::<Resources>("/api/resources").await {
-                    self.resources.set(v);
-                }
-            });
-        }
-        self.resources
     }
 }
 
