@@ -62,6 +62,71 @@ impl ErrorBody {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Views with a flattened part
+
+/// How a flattened field is read from the whole JSON object it shares with the other members.
+trait FromObject: Sized {
+    fn from_object(object: Value) -> Result<Self, serde_json::Error>;
+}
+
+impl FromObject for ResourceView {
+    fn from_object(object: Value) -> Result<Self, serde_json::Error> {
+        ResourceView::deserialize(object)
+    }
+}
+
+impl FromObject for StackView {
+    fn from_object(object: Value) -> Result<Self, serde_json::Error> {
+        StackView::deserialize(object)
+    }
+}
+
+/// A view struct whose first field is written flattened into the same JSON object
+/// (`#[serde(flatten)]`). Reading one does not go through serde's `flatten`, which buffers the
+/// object in serde's generic content and reads the flattened part from that a second way (a
+/// few kilobytes of the browser bundle per struct): the object is read once as a `Value`, and
+/// the flattened part and the struct's own members are each read from it, with unknown members
+/// ignored, as `flatten` does.
+macro_rules! flattened_view {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $(#[$flat_attr:meta])*
+            pub $flat:ident: $flat_ty:ty,
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        #[derive(Serialize)]
+        $(#[$attr])*
+        pub struct $name {
+            $(#[$flat_attr])*
+            #[serde(flatten)]
+            pub $flat: $flat_ty,
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                /// The struct's own members.
+                #[derive(Deserialize)]
+                $(#[$attr])*
+                struct Own {
+                    $($(#[$field_attr])* $field: $ty,)*
+                }
+                let object = Value::deserialize(deserializer)?;
+                let $flat = <$flat_ty as FromObject>::from_object(object.clone())
+                    .map_err(serde::de::Error::custom)?;
+                let own = Own::deserialize(object).map_err(serde::de::Error::custom)?;
+                Ok($name {
+                    $flat,
+                    $($field: own.$field,)*
+                })
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Resource views
 
 /// The members every resource view has (`docs/api.md`, "Resource views").
@@ -129,24 +194,25 @@ impl Validation {
 // ---------------------------------------------------------------------------------------------
 // Stacks
 
-/// One row of `GET /api/stacks`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StackRow {
-    #[serde(flatten)]
-    pub common: ResourceView,
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub auto_activate: bool,
-    /// `replace` or `append`.
-    pub mode: String,
-    pub item_count: usize,
-    /// The live session's active Preset.
-    pub active: bool,
-    /// A schema-1 file.
-    pub legacy: bool,
-    /// A global stack a project stack of the same id hides.
-    pub shadowed: bool,
+flattened_view! {
+    /// One row of `GET /api/stacks`.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct StackRow {
+        pub common: ResourceView,
+        pub name: Option<String>,
+        pub description: Option<String>,
+        pub auto_activate: bool,
+        /// `replace` or `append`.
+        pub mode: String,
+        pub item_count: usize,
+        /// The live session's active Preset.
+        pub active: bool,
+        /// A schema-1 file.
+        pub legacy: bool,
+        /// A global stack a project stack of the same id hides.
+        pub shadowed: bool,
+    }
 }
 
 /// What the app shows wherever it cannot act without a live Pi session (also the live
@@ -267,16 +333,17 @@ pub struct StackList {
     pub problems: Vec<Diagnostic>,
 }
 
-/// `GET /api/stacks/:sel`: the stack as the file holds it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StackView {
-    #[serde(flatten)]
-    pub common: ResourceView,
-    pub active: bool,
-    pub legacy: bool,
-    /// The raw object, unknown members included; `null` when the file is not JSON.
-    pub stack: Value,
+flattened_view! {
+    /// `GET /api/stacks/:sel`: the stack as the file holds it.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct StackView {
+        pub common: ResourceView,
+        pub active: bool,
+        pub legacy: bool,
+        /// The raw object, unknown members included; `null` when the file is not JSON.
+        pub stack: Value,
+    }
 }
 
 /// `DELETE /api/stacks/:sel` → `{ok, deleted, activeId}`.
@@ -317,13 +384,14 @@ pub struct ImportPreview {
     pub warnings: usize,
 }
 
-/// `POST /api/stacks/import` (written): the new stack's view, the format and the report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Imported {
-    #[serde(flatten)]
-    pub view: StackView,
-    pub format: String,
-    pub report: Value,
+flattened_view! {
+    /// `POST /api/stacks/import` (written): the new stack's view, the format and the report.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct Imported {
+        pub view: StackView,
+        pub format: String,
+        pub report: Value,
+    }
 }
 
 /// A compiled prompt laid out for display and draft diffs (made by `compile::preview`).
@@ -497,17 +565,18 @@ pub struct ProfileStatus {
     pub last_applied: Option<LastApplied>,
 }
 
-/// `GET /api/profiles/:sel` and each entry of the collection.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProfileView {
-    #[serde(flatten)]
-    pub common: ResourceView,
-    pub shadowed: bool,
-    /// The raw object, unknown members included; `null` when the file is not JSON.
-    pub profile: Value,
-    pub preview: ProfilePreview,
-    pub last_applied: Option<LastApplied>,
+flattened_view! {
+    /// `GET /api/profiles/:sel` and each entry of the collection.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ProfileView {
+        pub common: ResourceView,
+        pub shadowed: bool,
+        /// The raw object, unknown members included; `null` when the file is not JSON.
+        pub profile: Value,
+        pub preview: ProfilePreview,
+        pub last_applied: Option<LastApplied>,
+    }
 }
 
 /// A stack a profile may name: `{id, name, selector, scope}`.
@@ -601,19 +670,20 @@ pub struct Applied {
 // ---------------------------------------------------------------------------------------------
 // Capabilities
 
-/// `GET /api/capabilities/:sel` and each row of the list.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CapabilityView {
-    #[serde(flatten)]
-    pub common: ResourceView,
-    /// The Presets whose bindings resolve to this capability (selectors, each once).
-    pub bound_by: Vec<String>,
-    pub shadowed: bool,
-    /// No error diagnostics.
-    pub usable: bool,
-    /// The raw object, unknown members included; `null` when the file is not JSON.
-    pub capability: Value,
+flattened_view! {
+    /// `GET /api/capabilities/:sel` and each row of the list.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct CapabilityView {
+        pub common: ResourceView,
+        /// The Presets whose bindings resolve to this capability (selectors, each once).
+        pub bound_by: Vec<String>,
+        pub shadowed: bool,
+        /// No error diagnostics.
+        pub usable: bool,
+        /// The raw object, unknown members included; `null` when the file is not JSON.
+        pub capability: Value,
+    }
 }
 
 /// `GET /api/capabilities`.
@@ -767,11 +837,29 @@ pub struct LiveSession {
 }
 
 /// `GET /api/live` and the `live` event: `{connected: false}` or the session.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LiveView {
     pub connected: bool,
     #[serde(flatten)]
     pub session: Option<LiveSession>,
+}
+
+/// Read as [`flattened_view!`] reads its views; the session is `None` when the object's members
+/// do not make one (as serde's `flatten` reads an `Option`).
+impl<'de> Deserialize<'de> for LiveView {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Own {
+            connected: bool,
+        }
+        let object = Value::deserialize(deserializer)?;
+        let session = LiveSession::deserialize(object.clone()).ok();
+        let own = Own::deserialize(object).map_err(serde::de::Error::custom)?;
+        Ok(LiveView {
+            connected: own.connected,
+            session,
+        })
+    }
 }
 
 impl LiveView {

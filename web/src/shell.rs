@@ -514,17 +514,12 @@ fn search_content(hits: RwSignal<ContentHits>, seq: StoredValue<u64>, q: String)
                 return;
             }
             leptos::task::spawn_local(async move {
-                let path = format!("/api/search?q={}", crate::api::seg(&q));
-                let answer = crate::api::get_as::<forge_core::api::StackSearch>(&path).await;
+                let answer = crate::split::search(q.clone()).await;
                 if seq.get_value() != my {
                     return;
                 }
-                if let Ok(found) = answer {
-                    let map = found
-                        .results
-                        .into_iter()
-                        .map(|h| (h.selector.clone(), h))
-                        .collect();
+                if let Some(found) = answer {
+                    let map = found.into_iter().map(|h| (h.selector.clone(), h)).collect();
                     hits.set((q, map));
                 }
             });

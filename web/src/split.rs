@@ -153,3 +153,40 @@ fn run_diff_fetch(state: crate::payloads::RunDiffState) {
 pub fn run_diff(state: crate::payloads::RunDiffState) {
     leptos::task::spawn_local(run_diff_fetch(state));
 }
+
+/// forge-core's checks of a Preset draft, as the server validates one: the file format, the
+/// templates and the structure of the capability bindings (relative to the Preset's scope).
+/// `file` is the file name the diagnostics name.
+pub type DraftChecks =
+    fn(forge_core::id::Scope, &serde_json::Value, &str) -> Vec<forge_core::diag::Diagnostic>;
+
+fn check_draft(
+    scope: forge_core::id::Scope,
+    draft: &serde_json::Value,
+    file: &str,
+) -> Vec<forge_core::diag::Diagnostic> {
+    use forge_core::workspace::service::{codec_diagnostics, Kind};
+    codec_diagnostics(Kind::Stack, scope, draft, file)
+}
+
+/// The editor's draft checks: a first visit shows the server's diagnostics of the opened file,
+/// so the parsers and checks load with the first edit.
+#[lazy]
+fn draft_checks_part() -> DraftChecks {
+    check_draft
+}
+
+pub fn draft_checks(into: RwSignal<Option<DraftChecks>>) {
+    leptos::task::spawn_local(async move { into.set(Some(draft_checks_part().await)) });
+}
+
+/// The sidebar's content search (`GET /api/search?q=`): its answer's reader loads with the first
+/// query. `None` when the request failed.
+#[lazy]
+pub async fn search(q: String) -> Option<Vec<forge_core::stack::search::StackSearchHit>> {
+    let path = format!("/api/search?q={}", crate::api::seg(&q));
+    crate::api::get_as::<forge_core::api::StackSearch>(&path)
+        .await
+        .ok()
+        .map(|found| found.results)
+}

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use forge_core::diag::{Diagnostic, Level};
-use forge_core::workspace::service::{codec_diagnostics, Kind};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{json, Value};
@@ -115,7 +114,9 @@ pub struct Loaded {
     pub revision: String,
     /// The file's JSON (`Null` when the file is not JSON).
     pub saved: Value,
-    pub server_diagnostics: Vec<Diagnostic>,
+    /// The server's diagnostics of `saved` (`None` once `saved` is no longer the file the
+    /// server checked: a merge takes the disk's version from a conflict answer).
+    pub server_diagnostics: Option<Vec<Diagnostic>>,
     /// Why the file could not be read (too large, not a regular file, …): the editor shows it
     /// read-only with this reason.
     pub unreadable: Option<String>,
@@ -190,33 +191,45 @@ impl StackEditor {
                 None => false,
             }) || buffers.with(|b| !b.is_empty())
         });
-        let diagnostics = Memo::new(move |_| {
-            let file = loaded.with(|l| {
+        let checks: RwSignal<Option<crate::split::DraftChecks>> = RwSignal::new(None);
+        let checks_asked = StoredValue::new(false);
+        let diagnostics = Memo::new(move |previous: Option<&Vec<Diagnostic>>| {
+            if draft.with(Value::is_null) {
+                return Vec::new();
+            }
+            // While the draft is the file, the server's diagnostics of that file (the codec's,
+            // the templates' and the workspace's own checks).
+            let of_file = loaded.with(|l| {
                 l.as_ref()
-                    .map(|l| {
-                        l.path
-                            .rsplit('/')
-                            .next()
-                            .unwrap_or("draft.json")
-                            .to_string()
-                    })
-                    .unwrap_or_else(|| "draft.json".into())
+                    .filter(|l| draft.with(|d| *d == l.saved))
+                    .and_then(|l| l.server_diagnostics.clone())
             });
-            // The structure of `capabilities` bindings is checked as the server's draft
-            // validation does, relative to the Preset's scope.
-            let scope = loaded.with(|l| {
-                l.as_ref()
-                    .and_then(|l| Scope::parse(&l.scope))
-                    .unwrap_or(Scope::Project)
-            });
-            draft.with(|d| {
-                if d.is_null() {
-                    return Vec::new();
+            if let Some(d) = of_file {
+                return d;
+            }
+            // An edited draft is checked here, by forge-core's file format, template and
+            // binding checks (the server's draft validation), from the lazy part that holds
+            // them: asked for the first time a draft differs from its file. Until it has
+            // arrived, the previous list stays.
+            let Some(check) = checks.get() else {
+                if !checks_asked.get_value() {
+                    checks_asked.set_value(true);
+                    crate::split::draft_checks(checks);
                 }
-                // The file format, the template analysis and the bindings' structure, as the
-                // server checks a draft.
-                codec_diagnostics(Kind::Stack, scope, d, &file)
-            })
+                return previous.cloned().unwrap_or_default();
+            };
+            let (file, scope) = loaded.with(|l| match l {
+                Some(l) => (
+                    l.path
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("draft.json")
+                        .to_string(),
+                    Scope::parse(&l.scope).unwrap_or(Scope::Project),
+                ),
+                None => ("draft.json".to_string(), Scope::Project),
+            });
+            draft.with(|d| check(scope, d, &file))
         });
         let errors = Memo::new(move |_| {
             diagnostics.with(|d| d.iter().filter(|d| d.level == Level::Error).count())
@@ -647,7 +660,7 @@ fn loaded_from(view: &StackView) -> Loaded {
         path: c.path.clone(),
         revision: c.revision.clone(),
         saved: view.stack.clone(),
-        server_diagnostics: c.diagnostics.clone(),
+        server_diagnostics: Some(c.diagnostics.clone()),
         unreadable: c.unreadable.clone(),
     }
 }

@@ -768,6 +768,9 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
 
     step("packing the shared chunks into one file (chunks.bin, fetched once, on the first lazy load)");
     pack_chunks(staging)?;
+    let main_js = staging.join("forge_web.js");
+    let js = fs::read_to_string(&main_js).map_err(|e| io_failure("read", &main_js, e))?;
+    write_file(&main_js, defer_split_loader(&js)?.as_bytes())?;
 
     for name in STATIC_ASSETS {
         let from = assets.join(name);
@@ -830,10 +833,13 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
             size(f.gz)
         );
     }
-    // What a first visit fetches: everything but the chunks, each file as brotli when built so
-    // (app.css arrives inside the page, compressed with it).
+    // What a first visit fetches: everything but the lazy parts, their shared chunks and their
+    // loader, each file as brotli when built so (app.css arrives inside the page, compressed
+    // with it).
     let (first, later): (Vec<&DistFile>, Vec<&DistFile>) = files.iter().partition(|f| {
-        !((f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm") || f.name == CHUNK_PACK)
+        !((f.name.ends_with(".wasm") && f.name != "forge_web_bg.wasm")
+            || f.name == CHUNK_PACK
+            || f.name == SPLIT_LOADER)
     });
     let wire = |fs: &[&DistFile]| fs.iter().map(|f| f.br.unwrap_or(f.raw)).sum::<u64>();
     println!(
@@ -914,6 +920,58 @@ fn split_loader(js: &str) -> Result<String> {
         "const initSync = (...args) => window.__forgeModule.initSync(...args);",
         1,
     ))
+}
+
+/// What replaces the main module JS's static imports of [`SPLIT_LOADER`]: an object whose every
+/// member is a loader function that imports the loader on its first call and hands the call on.
+/// Each loader function takes a callback's table index and data and answers through that
+/// callback, so a loader that cannot be fetched answers `false` there (the part's own failure).
+const DEFERRED_SPLIT_LOADER: &str = r#"// `__wasm_split.js` (the lazy parts' loader) is imported by the first lazy load, not with the app.
+let __splitModule;
+const __splitLoader = new Proxy({}, {
+    get: (_, name) => (index, data) => {
+        const load = (__splitModule ??= import("./__wasm_split.js"));
+        load.then((m) => m[name](index, data), (e) => {
+            console.error(e);
+            if (__splitModule === load) __splitModule = undefined;
+            wasm.__indirect_function_table.get(index)(data, false);
+        });
+    },
+});
+"#;
+
+/// The main module's JS with its static imports of [`SPLIT_LOADER`] (one per lazy part, written
+/// by wasm-bindgen) replaced by [`DEFERRED_SPLIT_LOADER`]: a first visit that opens no lazy part
+/// does not fetch the loader (58 KB, 3.7 KB brotli). A JS without such imports is returned as it
+/// is; one whose imports look different fails the build.
+fn defer_split_loader(js: &str) -> Result<String> {
+    let from = format!(" from \"./{SPLIT_LOADER}\"");
+    let mut imports = 0;
+    let mut out = String::with_capacity(js.len() + DEFERRED_SPLIT_LOADER.len());
+    for line in js.split_inclusive('\n') {
+        let Some(rest) = line.trim_end().strip_suffix(from.as_str()) else {
+            if line.contains(SPLIT_LOADER) && line.trim_start().starts_with("import") {
+                return fail(format!(
+                    "the main module's JS imports {SPLIT_LOADER} in an unexpected form: {}",
+                    line.trim_end()
+                ));
+            }
+            out.push_str(line);
+            continue;
+        };
+        let Some(name) = rest.strip_prefix("import * as ") else {
+            return fail(format!(
+                "the main module's JS imports {SPLIT_LOADER} in an unexpected form: {}",
+                line.trim_end()
+            ));
+        };
+        if imports == 0 {
+            out.push_str(DEFERRED_SPLIT_LOADER);
+        }
+        imports += 1;
+        out.push_str(&format!("const {name} = __splitLoader;\n"));
+    }
+    Ok(out)
 }
 
 /// The file holding every shared chunk (`chunk_*.wasm`) of the split module, one after another.
@@ -1986,6 +2044,24 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
         assert_eq!(
             missing.message,
             "__wasm_split.js from wasm-split-cli does not fetch chunk_3.wasm exactly once as `fetch(new URL(\"./chunk_3.wasm\", import.meta.url))`"
+        );
+    }
+
+    #[test]
+    fn the_main_module_imports_the_split_loader_on_first_use() {
+        let js = "import * as import1 from \"./__wasm_split.js\"\nimport * as import2 from \"./__wasm_split.js\"\n\nlet wasm;\n";
+        let out = defer_split_loader(js).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "{DEFERRED_SPLIT_LOADER}const import1 = __splitLoader;\nconst import2 = __splitLoader;\n\nlet wasm;\n"
+            )
+        );
+        assert_eq!(defer_split_loader("let wasm;\n").unwrap(), "let wasm;\n");
+        let odd = defer_split_loader("import { x } from \"./__wasm_split.js\"\n").unwrap_err();
+        assert_eq!(
+            odd.message,
+            "the main module's JS imports __wasm_split.js in an unexpected form: import { x } from \"./__wasm_split.js\""
         );
     }
 
