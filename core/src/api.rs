@@ -844,7 +844,7 @@ pub struct LiveView {
     pub session: Option<LiveSession>,
 }
 
-/// Read as [`flattened_view!`] reads its views; the session is `None` when the object's members
+/// Read as `flattened_view!` reads its views (one `Value`, each part read from it); the session is `None` when the object's members
 /// do not make one (as serde's `flatten` reads an `Option`).
 impl<'de> Deserialize<'de> for LiveView {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -872,6 +872,45 @@ async fn diagnostics_panel_follows_problems_until_the_user_toggles_it() {
     browser.close().await;
 }
 
+/// The paths of the lazy parts, their shared chunks and their loader the page has fetched.
+const LAZY_FETCHES: &str = "return performance.getEntriesByType('resource').map((r) => new URL(r.name).pathname).filter((p) => /^\\/assets\\/(split_|chunks|__wasm_split)/.test(p)).map((p) => p.replace(/_[0-9]+\\.wasm$/, '.wasm')).sort();";
+
+/// While the draft is the file, the panel shows the server's diagnostics of it, the workspace's
+/// checks included (a binding whose capability does not exist); once edited, the draft's own
+/// checks, computed in the browser by a part loaded with that first edit (a first visit fetches
+/// no lazy part, nor their loader); back at the file, the server's list again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_are_the_files_until_an_edit_then_the_drafts() {
+    const GONE: &str =
+        "Capability binding gone at index 0 does not resolve: Capability not found: project:gone.";
+    let mut stack = sample_stack("worker", "Worker", "You are a worker.");
+    stack["capabilities"] = json!([{ "ref": "project:gone" }]);
+    let (_server, browser) = start(&[stack], "worker").await;
+    let toggle_history = "[data-index='1'] input.item-enabled";
+    wait_panel(&browser, (true, "0 errors · 1 warning · 0 info", &[GONE])).await;
+    assert_eq!(browser.js(LAZY_FETCHES, vec![]).await, json!([]));
+
+    browser.click(toggle_history).await;
+    wait_panel(
+        &browser,
+        (true, "0 errors · 1 warning · 0 info", &[NO_HISTORY]),
+    )
+    .await;
+    assert_eq!(
+        browser.js(LAZY_FETCHES, vec![]).await,
+        json!([
+            "/assets/__wasm_split.js",
+            "/assets/chunks.bin",
+            "/assets/split_draft_checks_part.wasm"
+        ])
+    );
+
+    browser.click(toggle_history).await;
+    wait_panel(&browser, (true, "0 errors · 1 warning · 0 info", &[GONE])).await;
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. Slot options
 // ---------------------------------------------------------------------------------------------

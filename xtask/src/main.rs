@@ -684,7 +684,7 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
 
     // The module is cut at the `#[lazy]` functions (web/src/split.rs) before wasm-bindgen:
     // `split/forge_web.wasm` is the main module, `split_*.wasm` / `chunk_*.wasm` the parts
-    // fetched on demand, `__wasm_split.js` their loader (imported by the main module's JS).
+    // fetched on demand, `__wasm_split.js` their loader (which the main module's JS imports on the first lazy load).
     step("splitting the module at its #[lazy] functions (wasm-split-cli)");
     let split_dir = wasm.with_file_name("split");
     remove_dir_if_exists(&split_dir)?;
