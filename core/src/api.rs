@@ -844,8 +844,8 @@ pub struct LiveView {
     pub session: Option<LiveSession>,
 }
 
-/// Read as `flattened_view!` reads its views (one `Value`, each part read from it); the session is `None` when the object's members
-/// do not make one (as serde's `flatten` reads an `Option`).
+/// Read as `flattened_view!` reads its views (one `Value`, each part read from it); the session
+/// is `None` when the object's members do not make one (as serde's `flatten` reads an `Option`).
 impl<'de> Deserialize<'de> for LiveView {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]

@@ -901,7 +901,7 @@ async fn diagnostics_are_the_files_until_an_edit_then_the_drafts() {
         json!([
             "/assets/__wasm_split.js",
             "/assets/chunks.bin",
-            "/assets/split_draft_checks_part.wasm"
+            "/assets/split_draft_checks.wasm"
         ])
     );
 

@@ -1,6 +1,9 @@
 //! Surfaces a first visit does not show, each split into its own wasm chunk with Leptos'
-//! `#[lazy]` (wasm_split_helpers). `cargo xtask dist` splits the module (wasm-split-cli); a
-//! chunk is fetched the first time its function is called, and later calls reuse it.
+//! `#[lazy]` (wasm_split_helpers), and what typing loads (the draft checks, the content search)
+//! with wasm_split's own macro, `fallible`: a surface's part that cannot be fetched stops the
+//! app, these answer `Err` and the editor goes on. `cargo xtask dist` splits the module
+//! (wasm-split-cli); a chunk is fetched the first time its function is called, and later calls
+//! reuse it.
 //!
 //! The macro's generated code declares the chunk's loader import (`unsafe extern "C"`,
 //! `#[unsafe(no_mangle)]`) and builds a static loader in an `unsafe` block: this module is the
@@ -170,23 +173,49 @@ fn check_draft(
 }
 
 /// The editor's draft checks: a first visit shows the server's diagnostics of the opened file,
-/// so the parsers and checks load with the first edit.
-#[lazy]
-fn draft_checks_part() -> DraftChecks {
-    check_draft
+/// so the parsers and checks load with the first edit. Unlike the surfaces' parts, a part loaded
+/// by typing may fail to arrive (the server stopped while the page stayed open, and the
+/// editor keeps working on the draft): `fallible` makes that an `Err` instead of a trap.
+#[leptos::wasm_split::wasm_split(draft_checks, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn draft_checks_part() -> Result<DraftChecks, leptos::wasm_split::SplitLoaderError> {
+    Ok(check_draft)
 }
 
-pub fn draft_checks(into: RwSignal<Option<DraftChecks>>) {
-    leptos::task::spawn_local(async move { into.set(Some(draft_checks_part().await)) });
+/// Loads the draft checks into `into`; when they cannot be fetched, `asked` is cleared so the
+/// next edit asks again.
+pub fn draft_checks(into: RwSignal<Option<DraftChecks>>, asked: StoredValue<bool>) {
+    leptos::task::spawn_local(async move {
+        match draft_checks_part().await {
+            Ok(checks) => into.set(Some(checks)),
+            Err(_) => asked.set_value(false),
+        }
+    });
 }
 
-/// The sidebar's content search (`GET /api/search?q=`): its answer's reader loads with the first
-/// query. `None` when the request failed.
-#[lazy]
-pub async fn search(q: String) -> Option<Vec<forge_core::stack::search::StackSearchHit>> {
-    let path = format!("/api/search?q={}", crate::api::seg(&q));
-    crate::api::get_as::<forge_core::api::StackSearch>(&path)
-        .await
-        .ok()
-        .map(|found| found.results)
+type Hits = Option<Vec<forge_core::stack::search::StackSearchHit>>;
+
+/// The sidebar's content search (`GET /api/search?q=`), whose answer's reader loads with the
+/// first query (fallible, as [`draft_checks`]).
+#[leptos::wasm_split::wasm_split(search, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn search_part(
+    q: String,
+) -> Result<
+    std::pin::Pin<Box<dyn std::future::Future<Output = Hits>>>,
+    leptos::wasm_split::SplitLoaderError,
+> {
+    Ok(Box::pin(async move {
+        let path = format!("/api/search?q={}", crate::api::seg(&q));
+        crate::api::get_as::<forge_core::api::StackSearch>(&path)
+            .await
+            .ok()
+            .map(|found| found.results)
+    }))
+}
+
+/// The hits of `q`; `None` when the search (or its part) could not be fetched.
+pub async fn search(q: String) -> Hits {
+    match search_part(q).await {
+        Ok(answer) => answer.await,
+        Err(_) => None,
+    }
 }

@@ -209,12 +209,13 @@ impl StackEditor {
             }
             // An edited draft is checked here, by forge-core's file format, template and
             // binding checks (the server's draft validation), from the lazy part that holds
-            // them: asked for the first time a draft differs from its file. Until it has
-            // arrived, the previous list stays.
+            // them: asked for the first time a draft differs from its file (and again at the
+            // next edit when it could not be fetched). Until it has arrived, the previous list
+            // stays.
             let Some(check) = checks.get() else {
                 if !checks_asked.get_value() {
                     checks_asked.set_value(true);
-                    crate::split::draft_checks(checks);
+                    crate::split::draft_checks(checks, checks_asked);
                 }
                 return previous.cloned().unwrap_or_default();
             };

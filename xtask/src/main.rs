@@ -925,14 +925,14 @@ fn split_loader(js: &str) -> Result<String> {
 /// What replaces the main module JS's static imports of [`SPLIT_LOADER`]: an object whose every
 /// member is a loader function that imports the loader on its first call and hands the call on.
 /// Each loader function takes a callback's table index and data and answers through that
-/// callback, so a loader that cannot be fetched answers `false` there (the part's own failure).
+/// callback, so a loader that cannot be fetched answers `false` there, as a part that cannot be
+/// fetched does (the browser logs the failed request; the next load tries again).
 const DEFERRED_SPLIT_LOADER: &str = r#"// `__wasm_split.js` (the lazy parts' loader) is imported by the first lazy load, not with the app.
 let __splitModule;
 const __splitLoader = new Proxy({}, {
     get: (_, name) => (index, data) => {
         const load = (__splitModule ??= import("./__wasm_split.js"));
-        load.then((m) => m[name](index, data), (e) => {
-            console.error(e);
+        load.then((m) => m[name](index, data), () => {
             if (__splitModule === load) __splitModule = undefined;
             wasm.__indirect_function_table.get(index)(data, false);
         });
