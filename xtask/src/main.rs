@@ -684,7 +684,8 @@ fn dist(ctx: &Ctx) -> Result<Vec<DistFile>> {
 
     // The module is cut at the `#[lazy]` functions (web/src/split.rs) before wasm-bindgen:
     // `split/forge_web.wasm` is the main module, `split_*.wasm` / `chunk_*.wasm` the parts
-    // fetched on demand, `__wasm_split.js` their loader (which the main module's JS imports on the first lazy load).
+    // fetched on demand, `__wasm_split.js` their loader (which the main module's JS imports on
+    // the first lazy load).
     step("splitting the module at its #[lazy] functions (wasm-split-cli)");
     let split_dir = wasm.with_file_name("split");
     remove_dir_if_exists(&split_dir)?;
@@ -926,7 +927,8 @@ fn split_loader(js: &str) -> Result<String> {
 /// member is a loader function that imports the loader on its first call and hands the call on.
 /// Each loader function takes a callback's table index and data and answers through that
 /// callback, so a loader that cannot be fetched answers `false` there, as a part that cannot be
-/// fetched does (the browser logs the failed request; the next load tries again).
+/// fetched does (the browser logs the failed request; the next load tries again). The callback
+/// is found as the loader finds it, through wasm-bindgen's `initSync` of the running module.
 const DEFERRED_SPLIT_LOADER: &str = r#"// `__wasm_split.js` (the lazy parts' loader) is imported by the first lazy load, not with the app.
 let __splitModule;
 const __splitLoader = new Proxy({}, {
@@ -934,7 +936,7 @@ const __splitLoader = new Proxy({}, {
         const load = (__splitModule ??= import("./__wasm_split.js"));
         load.then((m) => m[name](index, data), () => {
             if (__splitModule === load) __splitModule = undefined;
-            wasm.__indirect_function_table.get(index)(data, false);
+            initSync(undefined, undefined).__indirect_function_table.get(index)(data, false);
         });
     },
 });
@@ -942,11 +944,11 @@ const __splitLoader = new Proxy({}, {
 
 /// The main module's JS with its static imports of [`SPLIT_LOADER`] (one per lazy part, written
 /// by wasm-bindgen) replaced by [`DEFERRED_SPLIT_LOADER`]: a first visit that opens no lazy part
-/// does not fetch the loader (58 KB, 3.7 KB brotli). A JS without such imports is returned as it
+/// does not fetch the loader (56 KB, 3.3 KB brotli). A JS without such imports is returned as it
 /// is; one whose imports look different fails the build.
 fn defer_split_loader(js: &str) -> Result<String> {
     let from = format!(" from \"./{SPLIT_LOADER}\"");
-    let mut imports = 0;
+    let mut first = true;
     let mut out = String::with_capacity(js.len() + DEFERRED_SPLIT_LOADER.len());
     for line in js.split_inclusive('\n') {
         let Some(rest) = line.trim_end().strip_suffix(from.as_str()) else {
@@ -965,10 +967,10 @@ fn defer_split_loader(js: &str) -> Result<String> {
                 line.trim_end()
             ));
         };
-        if imports == 0 {
+        if first {
             out.push_str(DEFERRED_SPLIT_LOADER);
+            first = false;
         }
-        imports += 1;
         out.push_str(&format!("const {name} = __splitLoader;\n"));
     }
     Ok(out)
