@@ -64,23 +64,6 @@ impl ErrorBody {
 // ---------------------------------------------------------------------------------------------
 // Views with a flattened part
 
-/// How a flattened field is read from the whole JSON object it shares with the other members.
-trait FromObject: Sized {
-    fn from_object(object: Value) -> Result<Self, serde_json::Error>;
-}
-
-impl FromObject for ResourceView {
-    fn from_object(object: Value) -> Result<Self, serde_json::Error> {
-        ResourceView::deserialize(object)
-    }
-}
-
-impl FromObject for StackView {
-    fn from_object(object: Value) -> Result<Self, serde_json::Error> {
-        StackView::deserialize(object)
-    }
-}
-
 /// A view struct whose first field is written flattened into the same JSON object
 /// (`#[serde(flatten)]`). Reading one does not go through serde's `flatten`, which buffers the
 /// object in serde's generic content and reads the flattened part from that a second way (a
@@ -114,8 +97,8 @@ macro_rules! flattened_view {
                     $($(#[$field_attr])* $field: $ty,)*
                 }
                 let object = Value::deserialize(deserializer)?;
-                let $flat = <$flat_ty as FromObject>::from_object(object.clone())
-                    .map_err(serde::de::Error::custom)?;
+                let $flat =
+                    <$flat_ty>::deserialize(object.clone()).map_err(serde::de::Error::custom)?;
                 let own = Own::deserialize(object).map_err(serde::de::Error::custom)?;
                 Ok($name {
                     $flat,

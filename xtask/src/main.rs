@@ -27,7 +27,8 @@ COMMANDS:
                      Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
     dist             Build the web bundle into assets/dist (cargo, wasm-split, wasm-bindgen,
                      wasm-opt -Oz, whose results are kept in ~/.cache/pi-forge/wasm-opt; the
-                     code lazy parts share goes into one chunks.bin) and compress it once
+                     code lazy parts share goes into one chunks.bin; their loader is
+                     imported by the first lazy load) and compress it once
                      (brotli 11 and gzip -9 variants, served as they are); std is rebuilt
                      for size and panics trap: PI_FORGE_WASM_PANIC_MESSAGES=1 keeps messages
     run [-- ARGS]    Build the bundle, then `pi-forge ui ARGS` (adds --demo outside a project)
@@ -950,22 +951,22 @@ fn defer_split_loader(js: &str) -> Result<String> {
     let from = format!(" from \"./{SPLIT_LOADER}\"");
     let mut first = true;
     let mut out = String::with_capacity(js.len() + DEFERRED_SPLIT_LOADER.len());
+    let unexpected = |line: &str| {
+        fail(format!(
+            "the main module's JS imports {SPLIT_LOADER} in an unexpected form: {}",
+            line.trim_end()
+        ))
+    };
     for line in js.split_inclusive('\n') {
         let Some(rest) = line.trim_end().strip_suffix(from.as_str()) else {
             if line.contains(SPLIT_LOADER) && line.trim_start().starts_with("import") {
-                return fail(format!(
-                    "the main module's JS imports {SPLIT_LOADER} in an unexpected form: {}",
-                    line.trim_end()
-                ));
+                return unexpected(line);
             }
             out.push_str(line);
             continue;
         };
         let Some(name) = rest.strip_prefix("import * as ") else {
-            return fail(format!(
-                "the main module's JS imports {SPLIT_LOADER} in an unexpected form: {}",
-                line.trim_end()
-            ));
+            return unexpected(line);
         };
         if first {
             out.push_str(DEFERRED_SPLIT_LOADER);
