@@ -64,6 +64,11 @@ function errorText(e: unknown): string {
 	return e instanceof Error ? e.message : String(e);
 }
 
+/** `text` ending as a sentence does. */
+function sentence(text: string): string {
+	return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
 /** Runs `pi-forge ui --no-open ...` detached and reads the editor URL from its first line. */
 function startServer(cwd: string, args: string[]): Promise<string> {
 	const bin = binary();
@@ -111,7 +116,12 @@ export default function piForge(pi: ExtensionAPI) {
 	let activeStackId: string | null = null;
 	let allowedTools: string[] | null = null;
 	let finalizeRules = 0;
-	let firstRequest = false;
+	// The Preset compiled for the prompt in flight (by `/turn`): every provider request of that
+	// prompt must carry its compiled messages, or none is sent. `promptRequest` counts them.
+	let promptStack: string | null = null;
+	let promptRequest = 0;
+	// Why the last connect failed, named when a turn is refused for want of a server.
+	let connectError: string | undefined;
 	let lastOptions: BuildSystemPromptOptions | undefined;
 	let basePrompt: string | undefined;
 	let idleWaiters: Array<() => void> = [];
@@ -389,6 +399,17 @@ export default function piForge(pi: ExtensionAPI) {
 		if (conn && !takeover && serverArgs.length === 0) return conn;
 		conn?.stream.abort();
 		conn = undefined;
+		try {
+			const c = await open(ctx, takeover, serverArgs);
+			connectError = undefined;
+			return c;
+		} catch (e) {
+			connectError = errorText(e);
+			throw e;
+		}
+	}
+
+	async function open(ctx: ExtensionContext, takeover: boolean, serverArgs: string[]): Promise<Conn> {
 		const url = await startServer(ctx.cwd, ctx.isProjectTrusted() ? serverArgs : [...serverArgs, "--untrusted"]);
 		const parsed = new URL(url);
 		const token = parsed.searchParams.get("token") ?? "";
@@ -425,6 +446,18 @@ export default function piForge(pi: ExtensionAPI) {
 		return c;
 	}
 
+	/**
+	 * The Preset the branch's newest stack-state entry names, if any ("none" names none): only
+	 * used to refuse turns while no server can say what the branch means.
+	 */
+	function recordedStack(ctx: ExtensionContext): string | null {
+		const entries = forgeEntries(ctx).filter((e) => e.customType === "pi-forge-prompt-stack-state");
+		const data = entries[entries.length - 1]?.data;
+		const id = data && typeof data === "object" && !Array.isArray(data) ? data.activeStackId : undefined;
+		if (entries.length === 0) return null;
+		return typeof id === "string" && id !== "none" ? id : typeof id === "string" ? null : "(unreadable entry)";
+	}
+
 	function hasForgeState(ctx: ExtensionContext): boolean {
 		const global = process.env.PI_FORGE_GLOBAL_DIR || join(homedir(), ".pi", "forge");
 		return existsSync(join(ctx.cwd, ".pi", "forge")) || existsSync(global) || forgeEntries(ctx).length > 0;
@@ -450,11 +483,14 @@ export default function piForge(pi: ExtensionAPI) {
 		requestSeq = 0;
 		dropped = 0;
 		if (!hasForgeState(ctx)) return;
-		try {
-			await connect(ctx);
-		} catch (e) {
-			if (ctx.hasUI) ctx.ui.notify(`pi-forge: could not connect to the editor server: ${errorText(e)}`, "warning");
-		}
+		await connect(ctx).catch((e) => {
+			// The server decides what the branch means; without one, a Preset the branch
+			// recorded still has to stop every turn (fail closed), so it is mirrored here.
+			activeStackId = recordedStack(ctx);
+			const then = activeStackId ? ` Preset ${activeStackId} is recorded in this session, so prompts are refused until it connects (/forge ui).` : "";
+			if (ctx.hasUI) ctx.ui.notify(`pi-forge: could not connect to the editor server: ${sentence(errorText(e))}${then}`, activeStackId ? "error" : "warning");
+			status(ctx);
+		});
 	});
 
 	pi.on("session_tree", async (_event, ctx) => {
@@ -498,12 +534,19 @@ export default function piForge(pi: ExtensionAPI) {
 		ctxNow = ctx;
 		lastOptions = event.systemPromptOptions;
 		basePrompt = event.systemPrompt;
-		firstRequest = false;
-		const c = conn;
-		if (!c) {
-			if (activeStackId) fail(ctx, `pi-forge: Preset ${activeStackId} is active but the pi-forge server is not reachable, so nothing was sent. Run /forge ui to reconnect.`);
-			return;
+		promptStack = null;
+		promptRequest = 0;
+		let c = conn;
+		if (!c && activeStackId) {
+			// One attempt to reach (or start) the server again before refusing the prompt.
+			c = await connect(ctx).catch(() => undefined);
+			if (!c) {
+				const why = sentence(connectError ?? "The connection was lost");
+				fail(ctx, `pi-forge: Preset ${activeStackId} is active but the pi-forge server is not reachable, so nothing was sent. ${why}`);
+				return;
+			}
 		}
+		if (!c) return;
 		let answer: Obj;
 		try {
 			const now = new Date();
@@ -539,20 +582,33 @@ export default function piForge(pi: ExtensionAPI) {
 		allowedTools = Array.isArray(answer.activeTools) ? answer.activeTools.filter((t): t is string => typeof t === "string") : [];
 		finalizeRules = typeof answer.finalizeRules === "number" ? answer.finalizeRules : 0;
 		pi.setActiveTools(allowedTools);
-		firstRequest = true;
+		promptStack = activeStackId;
 		return { systemPrompt: String(answer.systemPrompt) };
 	});
 
+	// Every provider request of a Preset prompt, the follow-ups after tool results included, is
+	// compiled from Pi's own (request-only) context; without an answer the request is not sent.
 	pi.on("context", async (event, ctx) => {
+		const stack = promptStack;
+		if (!stack) return;
+		promptRequest += 1;
+		const n = promptRequest;
 		const c = conn;
-		if (!firstRequest || !c || !activeStackId) return;
-		firstRequest = false;
+		if (!c) {
+			promptStack = null;
+			return fail(ctx, `pi-forge: request ${n} of Preset ${stack} was not sent: the connection to the pi-forge server was lost.`);
+		}
 		try {
-			const answer = await call(c, "POST", `/api/host/${c.hostId}/context`, { sessionId: c.sessionId, messages: event.messages }, TURN_TIMEOUT_MS);
+			const answer = await call(c, "POST", `/api/host/${c.hostId}/context`, { sessionId: c.sessionId, request: n, messages: event.messages }, TURN_TIMEOUT_MS);
 			if (typeof answer.abort === "string") return fail(ctx, answer.abort);
-			if (Array.isArray(answer.messages)) return { messages: answer.messages as unknown as typeof event.messages };
+			if (answer.stackId === stack && Array.isArray(answer.messages)) return { messages: answer.messages as unknown as typeof event.messages };
+			// `{}` or another Preset: the system prompt this prompt carries is no longer the one
+			// the server would compile, so the request is refused rather than sent mixed.
+			promptStack = null;
+			return fail(ctx, `pi-forge: request ${n} of Preset ${stack} was not sent: the session's Preset changed during this prompt; send the prompt again.`);
 		} catch (e) {
-			fail(ctx, `pi-forge: the server did not compile the messages of Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`);
+			promptStack = null;
+			fail(ctx, `pi-forge: request ${n} of Preset ${stack} was not sent: the server did not answer (${errorText(e)}).`);
 		}
 	});
 

@@ -362,6 +362,11 @@ impl Workspace {
 
     /// Starts Pi in RPC mode with the extension (found in the agent folder).
     pub fn pi(&self, extra: &[&str]) -> Pi {
+        self.pi_env(extra, &[])
+    }
+
+    /// Pi with extra environment on top of the workspace's (e.g. another `PI_FORGE_BIN`).
+    pub fn pi_env(&self, extra: &[&str], vars: &[(&str, &str)]) -> Pi {
         let tools = pi_tools();
         let mut cmd = Command::new(tools.join("node_modules/node/bin/node"));
         cmd.arg(tools.join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js"))
@@ -372,6 +377,9 @@ impl Workspace {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         self.env(&mut cmd);
+        for (name, value) in vars {
+            cmd.env(name, value);
+        }
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt as _;
@@ -419,6 +427,19 @@ impl Workspace {
                 let port = record["port"].as_u64()?;
                 let token = record["token"].as_str()?.to_string();
                 return Some((format!("127.0.0.1:{port}"), token));
+            }
+        }
+        None
+    }
+
+    /// The process id of the editor this project's extension started (from its state file).
+    pub fn editor_pid(&self) -> Option<u32> {
+        let dir = self.root.path().join("run/pi-forge");
+        for entry in std::fs::read_dir(dir).ok()?.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let record: Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+                return record["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
             }
         }
         None

@@ -464,12 +464,17 @@ async fn turn(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ContextMessage {
     session_id: String,
+    /// Which provider request of the prompt this is (1 = the first; the rest follow tool
+    /// results). Informational: every request is compiled the same way.
+    #[serde(default)]
+    #[allow(dead_code)]
+    request: Option<u32>,
     messages: Vec<Value>,
 }
 
-/// `POST /api/host/:id/context` `{sessionId, messages}` (the first provider request of a user
-/// prompt) → `{}` without a Preset, else `{messages}` compiled by the active Preset, or
-/// `{abort}`.
+/// `POST /api/host/:id/context` `{sessionId, request, messages}` (every provider request of a
+/// user prompt, the follow-ups after tool results included) → `{}` without a Preset, else
+/// `{stackId, messages}` compiled by the active Preset from Pi's messages, or `{abort}`.
 async fn context(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -487,7 +492,9 @@ async fn context(
     Ok(ok_json(&match outcome {
         LiveCompile::Inactive => json!({}),
         LiveCompile::Abort { message, .. } => json!({ "abort": message }),
-        LiveCompile::Compiled { compiled, .. } => json!({ "messages": compiled.message_values() }),
+        LiveCompile::Compiled { key, compiled, .. } => {
+            json!({ "stackId": key, "messages": compiled.message_values() })
+        }
     }))
 }
 
