@@ -11,6 +11,9 @@
 //! `server/tests/contract.rs` reads every answer of a seeded workspace into these structs and
 //! writes it back: the two must be equal, so a member the server adds, renames or drops without
 //! the struct fails that test.
+//!
+//! The `/api/agent/*` and `/api/payloads*` bodies are in the `agent` and `payloads` submodules,
+//! re-exported here.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -108,6 +111,12 @@ macro_rules! flattened_view {
         }
     };
 }
+
+mod agent;
+mod payloads;
+
+pub use agent::*;
+pub use payloads::*;
 
 // ---------------------------------------------------------------------------------------------
 // Resource views
@@ -920,190 +929,6 @@ pub struct Resources {
     pub groups: Vec<ResourceGroup>,
 }
 
-/// A provider and model id (`{provider, id}`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelRef {
-    pub provider: String,
-    pub id: String,
-}
-
-/// One plan waiting for a person (`GET /api/agent/plans`, the `summary` of
-/// `GET /api/agent/plans/:run`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanSummary {
-    pub run_id: String,
-    pub profile_id: String,
-    pub prompt_stack_id: Option<String>,
-    pub task: String,
-    pub backend_id: String,
-    pub model: ModelRef,
-    pub thinking_level: String,
-    pub tools: Vec<String>,
-    pub working_directory: String,
-    pub boundary: String,
-    pub system_prompt_chars: u64,
-    pub messages: u64,
-    pub payload_bytes: u64,
-    pub timeout_ms: u64,
-    pub execution_fingerprint: String,
-    pub conversation_fingerprint: String,
-    pub parent_session_id: Option<String>,
-    pub created_at: String,
-}
-
-/// `GET /api/agent/plans`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PlanList {
-    pub ok: bool,
-    pub plans: Vec<PlanSummary>,
-}
-
-/// The part of a sealed plan the full-prompt view shows: the exact system prompt and every
-/// provider-bound message in order (Pi's messages stay `Value`). Other members are not read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanPrompt {
-    pub system_prompt: String,
-    pub messages: Vec<Value>,
-}
-
-/// `GET /api/agent/plans/:run` as the web reads it (`plan` is the whole sealed plan on the
-/// wire; only its prompt is read).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDetail {
-    pub ok: bool,
-    pub summary: PlanSummary,
-    pub review: String,
-    pub full_prompt: String,
-    pub plan: PlanPrompt,
-}
-
-/// `POST /api/agent/plans/:run/approve|reject`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDecided {
-    pub ok: bool,
-    pub run_id: String,
-}
-
-/// The approval receipt of a run (`source: "human"`, `from: "web"` or `"terminal"`, …).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunApproval {
-    #[serde(default)]
-    pub source: Option<String>,
-    #[serde(default)]
-    pub from: Option<String>,
-    #[serde(default)]
-    pub viewed_full_prompt: bool,
-    #[serde(default)]
-    pub approved_at: Option<String>,
-}
-
-/// A child run's token usage as the record keeps it (Pi's usage: `cost` is Pi's
-/// `{input, output, cacheRead, cacheWrite, total}`, kept as it is).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunUsage {
-    #[serde(default)]
-    pub input: u64,
-    #[serde(default)]
-    pub output: u64,
-    #[serde(default)]
-    pub cost: Option<Value>,
-}
-
-impl RunUsage {
-    /// The total cost Pi reported (`cost.total`, or a bare number), if any.
-    pub fn total_cost(&self) -> Option<f64> {
-        let cost = self.cost.as_ref()?;
-        cost.as_f64()
-            .or_else(|| cost.get("total").and_then(Value::as_f64))
-    }
-}
-
-/// A kept run record (`.pi/forge/runs/<run>/result.json`) as the Runs view reads it; other
-/// members are not read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRecord {
-    pub run_id: String,
-    #[serde(default)]
-    pub profile_id: String,
-    #[serde(default)]
-    pub status: String,
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub model: String,
-    #[serde(default)]
-    pub thinking_level: Option<String>,
-    #[serde(default)]
-    pub used_thinking_level: Option<String>,
-    #[serde(default)]
-    pub started_at: Option<String>,
-    #[serde(default)]
-    pub duration_ms: Option<u64>,
-    #[serde(default)]
-    pub usage: Option<RunUsage>,
-    #[serde(default)]
-    pub approval: Option<RunApproval>,
-    #[serde(default)]
-    pub answer_bytes: Option<u64>,
-}
-
-/// `GET /api/agent/runs`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunList {
-    pub ok: bool,
-    pub runs: Vec<RunRecord>,
-}
-
-/// One step of a run's transcript as the Runs view shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TranscriptEntry {
-    /// `assistant` or `toolResult`.
-    pub role: String,
-    /// The message's text (an assistant's answer or a tool's output).
-    pub text: String,
-    /// The tool calls an assistant message made.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<TranscriptToolCall>,
-    /// The tool a result belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_name: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub is_error: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TranscriptToolCall {
-    pub name: String,
-    /// The arguments as compact JSON.
-    pub arguments: String,
-}
-
-/// `GET /api/agent/runs/:run`: the record and, for a completed run, the answer verified against
-/// the SHA-256 the record holds (`None` for a run that did not complete).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunDetail {
-    pub ok: bool,
-    pub record: Value,
-    pub answer: Option<String>,
-    /// The approved prompt (`plan.json`'s system prompt and messages), when kept.
-    #[serde(default)]
-    pub prompt: Option<PlanPrompt>,
-    /// The child's messages after the approved prompt: answers, tool calls and tool results.
-    #[serde(default)]
-    pub transcript: Vec<TranscriptEntry>,
-}
-
 /// `POST /api/regex/try` (without `ok`): what "Try it" shows for one rule on one sample text.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -1285,61 +1110,4 @@ mod tests {
         assert_eq!(body.diagnostics(), vec![Diagnostic::error("Bad.")]);
         assert_eq!(body.current, None);
     }
-}
-
-/// One `subagents.json` in `GET /api/agent/settings` (project `.pi/forge/subagents.json`,
-/// global `<global>/subagents.json`). An untrusted project's file is not read (`exists: false`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubagentsFileView {
-    pub scope: crate::id::Scope,
-    pub path: String,
-    pub exists: bool,
-    /// `sha256:<hex>` of the bytes read; `None` when absent or unreadable.
-    pub revision: Option<String>,
-    /// The same revision as 64 bare hex digits.
-    pub source_revision: Option<String>,
-    /// The raw parsed file (`{}` when absent or unreadable, `null` when it does not parse).
-    pub settings: Value,
-    /// The parser's warnings (they never block a save), or why the file could not be read.
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-/// Both files of `GET /api/agent/settings`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SubagentsFileViews {
-    pub project: SubagentsFileView,
-    pub global: SubagentsFileView,
-}
-
-/// One profile's effective delegation settings (forge-core `profile_settings`) and the entry an
-/// editor changes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DelegationProfile {
-    /// `id` for a project profile, `global:id` for a global one.
-    pub profile_id: String,
-    /// `scope:id`, as the profile views' `selector`.
-    pub selector: String,
-    pub enabled: bool,
-    /// The effective timeout (the entry's, else the files', else 60,000).
-    pub timeout_ms: u64,
-    /// The effective entry's own `timeoutMs` (`None`: inherited).
-    pub entry_timeout_ms: Option<u64>,
-    pub backend: String,
-    /// `allowAgentInvocationWithoutApproval` from a trusted project's file.
-    pub unattended: bool,
-    /// The file whose entry decides (or, without one, the file of the profile's scope).
-    pub entry_scope: crate::id::Scope,
-    /// The raw key of the entry in that file (`None`: no entry yet).
-    pub entry_key: Option<String>,
-}
-
-/// `GET /api/agent/settings` and the answer of `PUT /api/agent/settings/:scope`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AgentSettings {
-    pub ok: bool,
-    pub trusted: bool,
-    pub files: SubagentsFileViews,
-    pub profiles: Vec<DelegationProfile>,
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use forge_core::api::{RunApproval, RunRecord};
 use forge_core::canonical::sha256_hex;
 use forge_core::delegation::approval::{approval_full_view, approval_summary, check_approval};
 use forge_core::delegation::config::{
@@ -437,30 +438,30 @@ fn pi_command() -> Command {
 }
 
 /// The approval receipt of a person's approval.
-pub fn human_approval(plan: &HostPlan, viewed: bool, from: &str) -> Value {
-    json!({
-        "required": true,
-        "approved": true,
-        "viewedFullPrompt": viewed,
-        "source": "human",
-        "from": from,
-        "executionFingerprint": plan.plan.execution_fingerprint,
-        "approvedAt": crate::live::now_iso(),
-    })
+pub fn human_approval(plan: &HostPlan, viewed: bool, from: &str) -> RunApproval {
+    RunApproval {
+        required: true,
+        approved: true,
+        viewed_full_prompt: viewed,
+        source: "human".into(),
+        from: from.to_string(),
+        execution_fingerprint: plan.plan.execution_fingerprint.clone(),
+        approved_at: crate::live::now_iso(),
+    }
 }
 
 /// The receipt of a run a trusted project's settings let through without review (§D8): no one
 /// saw the prompt, and the receipt says so.
-pub fn unattended_approval(plan: &HostPlan) -> Value {
-    json!({
-        "required": false,
-        "approved": true,
-        "viewedFullPrompt": false,
-        "source": "trusted-project-config",
-        "from": "subagents.json",
-        "executionFingerprint": plan.plan.execution_fingerprint,
-        "approvedAt": crate::live::now_iso(),
-    })
+pub fn unattended_approval(plan: &HostPlan) -> RunApproval {
+    RunApproval {
+        required: false,
+        approved: true,
+        viewed_full_prompt: false,
+        source: "trusted-project-config".into(),
+        from: "subagents.json".into(),
+        execution_fingerprint: plan.plan.execution_fingerprint.clone(),
+        approved_at: crate::live::now_iso(),
+    }
 }
 
 /// A flag Ctrl+C sets: the child runs in its own process group, so the terminal's interrupt
@@ -493,7 +494,7 @@ pub const CANCELLED_ERROR: &str =
 pub fn execute(
     project: &Path,
     prepared: &HostPlan,
-    approval: Value,
+    approval: RunApproval,
     cancel: &AtomicBool,
 ) -> Result<Value> {
     let plan = &prepared.plan;
@@ -755,7 +756,7 @@ fn package(
 fn keep_record(
     folder: &Path,
     prepared: &HostPlan,
-    approval: Value,
+    approval: RunApproval,
     outcome: &forge_core::delegation::host::ChildOutcome,
     mut ended: Ended,
 ) -> Result<Value> {
@@ -785,32 +786,36 @@ fn keep_record(
         }
     }
     write_private(&folder.join("answer.txt"), answer.as_bytes())?;
-    let record = json!({
-        "schemaVersion": 1,
-        "runId": plan.run_id,
-        "requestId": plan.request_id,
-        "profileId": plan.profile.profile_id.to_string(),
-        "backendId": backend(),
-        "status": ended.status,
-        "error": ended.error,
-        "model": format!("{}/{}", plan.model.provider, plan.model.id),
-        "thinkingLevel": plan.thinking_level,
-        "usedThinkingLevel": outcome.thinking_level,
-        "effectiveTools": plan.effective_tool_names,
-        "executionFingerprint": plan.execution_fingerprint,
-        "conversationFingerprint": plan.conversation_fingerprint,
-        "approval": approval,
-        "startedAt": ended.started_at,
-        "launchNonce": launch_nonce,
-        "durationMs": ended.duration_ms,
-        "usage": outcome.usage,
-        "turns": outcome.turns,
-        "toolCalls": outcome.tool_calls,
-        "payloadSha256": ended.payload_hashes,
-        "answerSha256": sha256_hex(answer.as_bytes()),
-        "resultMaxChars": plan.result_projection.get("maxChars").cloned(),
-        "answerBytes": answer.len(),
-    });
+    let record = RunRecord {
+        schema_version: 1,
+        run_id: plan.run_id.clone(),
+        request_id: plan.request_id.clone(),
+        profile_id: plan.profile.profile_id.to_string(),
+        backend_id: backend().to_string(),
+        status: ended.status.to_string(),
+        error: ended.error,
+        model: format!("{}/{}", plan.model.provider, plan.model.id),
+        thinking_level: plan.thinking_level.clone(),
+        used_thinking_level: outcome.thinking_level.clone(),
+        effective_tools: plan.effective_tool_names.clone(),
+        execution_fingerprint: plan.execution_fingerprint.clone(),
+        conversation_fingerprint: plan.conversation_fingerprint.clone(),
+        approval,
+        started_at: ended.started_at,
+        launch_nonce: Some(launch_nonce),
+        duration_ms: ended.duration_ms,
+        usage: outcome.usage.clone(),
+        turns: outcome.turns,
+        tool_calls: outcome.tool_calls,
+        payload_sha256: ended.payload_hashes,
+        answer_sha256: sha256_hex(answer.as_bytes()),
+        result_max_chars: plan
+            .result_projection
+            .get("maxChars")
+            .and_then(Value::as_u64),
+        answer_bytes: answer.len() as u64,
+    };
+    let record = serde_json::to_value(&record).context("the run record")?;
     write_private(
         &folder.join("result.json"),
         json::to_pretty(&record).as_bytes(),

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
+use forge_core::api::{ArmRequest, CaptureList};
 use forge_core::diff::text::{diff_lines, hunks, LineTag};
 use forge_core::diff::{extract_blocks, BlockStatus, TurnSummary};
 use forge_core::json;
@@ -23,7 +24,7 @@ pub fn run(action: PayloadAction) -> Result<ExitCode> {
             if json {
                 println!("{body}");
             } else {
-                print_list(&parse(&body)?);
+                print_list(&parse::<CaptureList>(&body)?.list);
             }
         }
         PayloadAction::Show {
@@ -73,7 +74,10 @@ pub fn run(action: PayloadAction) -> Result<ExitCode> {
         }
         PayloadAction::Arm { save, workspace } => {
             let editor = ui::running(&WorkspacePaths::from_args(&workspace)?)?;
-            let body = serde_json::json!({ "save": save, "by": "cli" }).to_string();
+            let body = serde_json::to_string(&ArmRequest {
+                save,
+                by: Some("cli".into()),
+            })?;
             call_with(&editor, "POST", "/api/payloads/arm", &body)?;
             println!(
                 "The next provider request will be captured{}.",

@@ -86,12 +86,12 @@ fn a_completed_run_answers_its_verified_answer() {
     assert_eq!(status, StatusCode::OK);
     let list: forge_core::api::RunList = serde_json::from_value(list).unwrap();
     assert_eq!(list.runs.len(), 1);
-    assert_eq!(list.runs[0].duration_ms, Some(812));
-    let usage = list.runs[0].usage.clone().unwrap();
+    assert_eq!(list.runs[0].view.duration_ms, 812);
+    let usage = list.runs[0].view.usage_counts().unwrap();
     assert_eq!((usage.input, usage.output), (10, 3));
     assert_eq!(usage.total_cost(), Some(0.003));
-    let approval = list.runs[0].approval.clone().unwrap();
-    assert_eq!(approval.from.as_deref(), Some("web"));
+    let approval = list.runs[0].view.approval.clone();
+    assert_eq!(approval.from, "web");
     assert!(approval.viewed_full_prompt);
 }
 

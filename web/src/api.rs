@@ -185,7 +185,3 @@ pub async fn post_as<T: DeserializeOwned>(path: &str, body: &Value) -> Result<T,
 pub async fn get(path: &str) -> Result<Value, ApiError> {
     call(Method::Get, path, None, None).await
 }
-
-pub async fn post(path: &str, body: &Value) -> Result<Value, ApiError> {
-    call(Method::Post, path, Some(body), None).await
-}

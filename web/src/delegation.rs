@@ -18,7 +18,8 @@
 use std::collections::{HashMap, HashSet};
 
 use forge_core::api::{
-    PlanDecided, PlanDetail, PlanList, PlanPrompt, PlanSummary, RunDetail, RunList,
+    ApproveRequest, PlanDecided, PlanDetail, PlanList, PlanPrompt, PlanSummary, RunCancelled,
+    RunDetail, RunList, RunRecord,
 };
 use leptos::ev;
 use leptos::prelude::*;
@@ -201,7 +202,7 @@ fn fetch_detail(d: Delegation, run: String) {
 
 fn cancel_run(app: App, d: Delegation, run: String) {
     spawn_local(async move {
-        match api::post_as::<Value>(
+        match api::post_as::<RunCancelled>(
             &format!("/api/agent/runs/{}/cancel", api::seg(&run)),
             &json!({}),
         )
@@ -227,10 +228,12 @@ fn decide(app: App, d: Delegation, plan: PlanSummary, approve: bool) {
     spawn_local(async move {
         let seg = api::seg(&run);
         let answer = if approve {
-            let body = json!({
-                "executionFingerprint": plan.execution_fingerprint,
-                "viewedFullPrompt": viewed,
-            });
+            let body = serde_json::to_value(ApproveRequest {
+                execution_fingerprint: plan.execution_fingerprint.clone(),
+                viewed_full_prompt: viewed,
+                from: None,
+            })
+            .unwrap_or_default();
             api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/approve"), &body).await
         } else {
             api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/reject"), &json!({})).await
@@ -299,7 +302,7 @@ fn open_full(d: Delegation, run: String) {
             .await
             .map(|detail| PromptShown {
                 title: format!("Full prompt: {}", detail.summary.task),
-                prompt: detail.plan,
+                prompt: detail.plan.prompt(),
             })
             .map_err(|e| e.message);
         if d.full
@@ -627,7 +630,7 @@ fn RunsView(d: Delegation) -> impl IntoView {
                 }.into_any(),
                 Some(Ok(list)) => view! {
                     <ul class="run-rows">
-                        {list.runs.into_iter().rev().map(|r| run_row(app, d, r)).collect_view()}
+                        {list.runs.into_iter().rev().map(|r| run_row(app, d, r.view)).collect_view()}
                     </ul>
                 }.into_any(),
             }}
@@ -649,20 +652,27 @@ fn usage_text(usage: Option<&forge_core::api::RunUsage>) -> String {
     )
 }
 
-fn receipt_text(approval: Option<&forge_core::api::RunApproval>) -> String {
-    match approval {
-        Some(a) => format!(
-            "approved by {} from {} · full prompt {}",
-            a.source.as_deref().unwrap_or("?"),
-            a.from.as_deref().unwrap_or("?"),
-            if a.viewed_full_prompt {
-                "viewed"
-            } else {
-                "not viewed"
-            }
-        ),
-        None => "no approval recorded".into(),
+fn receipt_text(a: &forge_core::api::RunApproval) -> String {
+    if a.source.is_empty() {
+        return "no approval recorded".into();
     }
+    let or_unknown = |s: &str| {
+        if s.is_empty() {
+            "?".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    format!(
+        "approved by {} from {} · full prompt {}",
+        a.source,
+        or_unknown(&a.from),
+        if a.viewed_full_prompt {
+            "viewed"
+        } else {
+            "not viewed"
+        }
+    )
 }
 
 /// Whether a run has no record yet (waiting for a slot or running).
@@ -670,7 +680,7 @@ fn in_progress(status: &str) -> bool {
     matches!(status, "queued" | "running")
 }
 
-fn run_row(app: App, d: Delegation, r: forge_core::api::RunRecord) -> impl IntoView {
+fn run_row(app: App, d: Delegation, r: RunRecord) -> impl IntoView {
     let run = r.run_id.clone();
     let run_open = run.clone();
     let run_toggle = run.clone();
@@ -679,22 +689,17 @@ fn run_row(app: App, d: Delegation, r: forge_core::api::RunRecord) -> impl IntoV
     let open2 = open.clone();
     let completed = r.status == "completed";
     let going = in_progress(&r.status);
-    let duration = match (r.duration_ms, going) {
-        (Some(ms), _) => format!("{ms} ms"),
-        (None, true) => format!(
-            "{} since {}",
-            r.status,
-            r.started_at.clone().unwrap_or_default()
-        ),
-        (None, false) => "—".to_string(),
+    // A run in progress has no record yet (`schemaVersion` 0): no duration.
+    let duration = if going {
+        format!("{} since {}", r.status, r.started_at)
+    } else if r.schema_version > 0 {
+        format!("{} ms", r.duration_ms)
+    } else {
+        "—".to_string()
     };
-    let usage = usage_text(r.usage.as_ref());
-    let thinking = r
-        .used_thinking_level
-        .clone()
-        .or_else(|| r.thinking_level.clone())
-        .unwrap_or_default();
-    let receipt = receipt_text(r.approval.as_ref());
+    let usage = usage_text(r.usage_counts().as_ref());
+    let thinking = r.thinking().to_string();
+    let receipt = receipt_text(&r.approval);
     let toggle = move |_| {
         if d.details.with_untracked(|a| a.contains_key(&run_toggle)) {
             d.details.update(|a| {
@@ -751,7 +756,8 @@ fn run_row(app: App, d: Delegation, r: forge_core::api::RunRecord) -> impl IntoV
 
 /// An expanded run: its verified answer, what the child did and the approved prompt.
 fn run_detail_view(d: Delegation, run: String, detail: RunDetail) -> impl IntoView {
-    let status = detail.record["status"].as_str().unwrap_or("").to_string();
+    let record = &detail.record.view;
+    let status = record.status.clone();
     let answer = match (&detail.answer, status.as_str()) {
         (Some(text), _) => view! {
             <div class="run-answer-box">
@@ -765,13 +771,12 @@ fn run_detail_view(d: Delegation, run: String, detail: RunDetail) -> impl IntoVi
         }
         (None, _) => view! { <p class="empty">"This run has no answer."</p> }.into_any(),
     };
-    let turns = detail.record["turns"].as_u64();
-    let calls = detail.record["toolCalls"].as_u64();
-    let counts = turns.map(|t| {
+    // A kept record counts the model requests and tool calls (a run in progress does not).
+    let counts = (record.schema_version > 0).then(|| {
         format!(
             "{} · {}",
-            plural(t, "model request"),
-            plural(calls.unwrap_or(0), "tool call")
+            plural(record.turns, "model request"),
+            plural(record.tool_calls, "tool call")
         )
     });
     let steps = detail.transcript.clone();

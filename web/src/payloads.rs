@@ -8,11 +8,13 @@
 //! - the same request as text (system prompt and messages as the model reads them);
 //! - the run diff between two captures ([`RunDiffPanel`], also the dock's "Run diff" view).
 //!
-//! Types are forge-core's ([`PayloadList`], [`RunDiff`]): the wire is checked by the compiler.
+//! Types are forge-core's ([`CaptureList`], [`RunDiff`], [`SavedCapture`], [`ArmRequest`]): the
+//! wire is checked by the compiler.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use forge_core::api::{ArmRequest, CaptureList, SavedCapture};
 use forge_core::diff::text::diff_lines;
 use forge_core::diff::{extract_blocks, hash_text, BlockStatus, TurnSummary, Usage};
 use forge_core::json;
@@ -210,7 +212,9 @@ pub fn fetch_list(app: App, p: Payloads) {
     let my = p.list_seq.get_value() + 1;
     p.list_seq.set_value(my);
     spawn_local(async move {
-        let answer = api::get_as::<PayloadList>("/api/payloads").await;
+        let answer = api::get_as::<CaptureList>("/api/payloads")
+            .await
+            .map(|answer| answer.list);
         if p.list_seq.get_value() != my {
             return;
         }
@@ -316,7 +320,8 @@ pub fn PayloadsSurface() -> impl IntoView {
     let p = payloads();
     let arm = move |save: bool| {
         spawn_local(async move {
-            match api::post("/api/payloads/arm", &json!({ "save": save })).await {
+            let body = serde_json::to_value(ArmRequest { save, by: None }).unwrap_or_default();
+            match api::post_as::<CaptureList>("/api/payloads/arm", &body).await {
                 Ok(_) => {
                     app.status.set((
                         if save {
@@ -334,7 +339,7 @@ pub fn PayloadsSurface() -> impl IntoView {
     };
     let clear = move |_| {
         spawn_local(async move {
-            match api::call(Method::Delete, "/api/payloads", None, None).await {
+            match api::call_as::<CaptureList>(Method::Delete, "/api/payloads", None, None).await {
                 Ok(_) => {
                     app.status.set(("Captures cleared.".into(), Tone::Ok));
                     p.selected.set(None);
@@ -445,17 +450,13 @@ fn CaptureDetail() -> impl IntoView {
             return;
         };
         spawn_local(async move {
-            match api::post(
+            match api::post_as::<SavedCapture>(
                 &format!("/api/payloads/{}/save", api::seg(&turn)),
                 &json!({}),
             )
             .await
             {
-                // The payloads routes are not in the contract yet: read the path leniently.
-                Ok(v) => {
-                    let path = v.get("path").and_then(Value::as_str).unwrap_or("");
-                    app.status.set((format!("Saved {path}"), Tone::Ok))
-                }
+                Ok(saved) => app.status.set((format!("Saved {}", saved.path), Tone::Ok)),
                 Err(e) => app.status.set((e.message, Tone::Error)),
             }
         });

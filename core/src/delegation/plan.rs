@@ -149,32 +149,37 @@ pub struct SealedPlan {
 }
 
 impl SealedPlan {
-    /// The plan object of §D7.
-    pub fn to_value(&self) -> Value {
-        let mut v = json!({
-            "schemaVersion": 1,
-            "runId": self.run_id,
-            "requestId": self.request_id,
-            "backendId": self.seal.backend_id,
-            "preflightId": self.seal.preflight_id,
-            "preflight": self.seal.preflight,
-            "profile": self.profile.to_value(),
-            "model": self.model.to_value(),
-            "thinkingLevel": self.thinking_level,
-            "systemPrompt": self.system_prompt,
-            "messages": self.messages,
-            "effectiveToolIds": self.effective_tool_ids,
-            "access": self.access,
-            "limits": self.limits,
-            "resultProjection": self.result_projection,
-            "promptRuntimeFingerprint": self.prompt_runtime_fingerprint,
-            "conversationFingerprint": self.conversation_fingerprint,
-            "executionFingerprint": self.execution_fingerprint,
-        });
-        if let (Some(budget), Some(map)) = (&self.context_budget, v.as_object_mut()) {
-            map.insert("contextBudget".into(), budget.clone());
+    /// The plan object of §D7 (`plan.json`, the plan routes' `plan`).
+    pub fn view(&self) -> crate::api::PlanView {
+        crate::api::PlanView {
+            schema_version: 1,
+            run_id: self.run_id.clone(),
+            request_id: self.request_id.clone(),
+            backend_id: self.seal.backend_id.clone(),
+            preflight_id: self.seal.preflight_id.clone(),
+            preflight: self.seal.preflight.clone(),
+            profile: self.profile.to_value(),
+            model: crate::api::ModelRef {
+                provider: self.model.provider.clone(),
+                id: self.model.id.clone(),
+            },
+            thinking_level: self.thinking_level.clone(),
+            system_prompt: self.system_prompt.clone(),
+            messages: self.messages.clone(),
+            effective_tool_ids: self.effective_tool_ids.clone(),
+            access: self.access.clone(),
+            limits: self.limits.clone(),
+            result_projection: self.result_projection.clone(),
+            prompt_runtime_fingerprint: self.prompt_runtime_fingerprint.clone(),
+            conversation_fingerprint: self.conversation_fingerprint.clone(),
+            execution_fingerprint: self.execution_fingerprint.clone(),
+            context_budget: self.context_budget.clone(),
         }
-        v
+    }
+
+    /// [`SealedPlan::view`] as a JSON object.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self.view()).unwrap_or_default()
     }
 
     /// Re-derives both fingerprints and the protected task; any difference is an error.

@@ -21,7 +21,11 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use forge_core::api::{AgentPlansEvent, RunDetail};
+use forge_core::api::{
+    ActiveRun, AgentPlansEvent, AgentProfileList, AgentProfileRow, ApproveRequest, Kept, ModelRef,
+    PlanDecided, PlanDetail, PlanList, PlanSummary, PrepareRequest, PreparedPlan, RunApproval,
+    RunCancelled, RunDetail, RunList,
+};
 use forge_core::delegation::approval::{
     approval_full_view, approval_summary, check_approval, REJECTED_REASON,
 };
@@ -33,7 +37,7 @@ use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch, Notify};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, typed_response, HostBody, JsonBody};
+use super::extract::{ok_json, ok_typed, typed_response, HostBody, JsonBody};
 use super::host::parse;
 use super::{local_clock, AppState, ServerState};
 use crate::agent::{self, PlanRequest};
@@ -61,7 +65,7 @@ struct Pending {
 /// An approved run that waits for a slot or runs now.
 struct Active {
     /// What `GET /api/agent/runs` shows until the record is written.
-    summary: Value,
+    summary: ActiveRun,
     cancel: Arc<AtomicBool>,
 }
 
@@ -128,7 +132,7 @@ impl AgentHub {
     }
 
     /// Marks an approved run as in progress (`status` queued or running).
-    fn set_active(&self, run_id: &str, summary: Value, cancel: Arc<AtomicBool>) {
+    fn set_active(&self, run_id: &str, summary: ActiveRun, cancel: Arc<AtomicBool>) {
         let mut map = self.active();
         map.insert(run_id.to_string(), Active { summary, cancel });
         let count = map.len() as u64;
@@ -137,7 +141,7 @@ impl AgentHub {
 
     fn set_status(&self, run_id: &str, status: &str) {
         if let Some(a) = self.active().get_mut(run_id) {
-            a.summary["status"] = json!(status);
+            a.summary.status = status.to_string();
         }
         self.count.send_modify(|e| e.started += 1);
     }
@@ -199,33 +203,40 @@ fn paths(state: &ServerState) -> WorkspacePaths {
     }
 }
 
-fn summary(run_id: &str, p: &Pending) -> Value {
+fn summary(run_id: &str, p: &Pending) -> PlanSummary {
     let plan = &p.plan.plan;
     let payload_bytes = forge_core::json::to_compact(&json!({
         "systemPrompt": plan.system_prompt,
         "messages": plan.messages,
     }))
     .len();
-    json!({
-        "runId": run_id,
-        "profileId": plan.profile.profile_id.to_string(),
-        "promptStackId": plan.profile.prompt_stack_id.as_ref().map(ToString::to_string),
-        "task": p.task,
-        "backendId": DEFAULT_BACKEND,
-        "model": plan.model.to_value(),
-        "thinkingLevel": plan.thinking_level,
-        "tools": plan.effective_tool_names,
-        "workingDirectory": ".",
-        "boundary": "shared user, not an OS sandbox",
-        "systemPromptChars": plan.system_prompt.chars().count(),
-        "messages": plan.messages.len(),
-        "payloadBytes": payload_bytes,
-        "timeoutMs": p.plan.timeout_ms,
-        "executionFingerprint": plan.execution_fingerprint,
-        "conversationFingerprint": plan.conversation_fingerprint,
-        "parentSessionId": p.parent_session,
-        "createdAt": p.created_at,
-    })
+    PlanSummary {
+        run_id: run_id.to_string(),
+        profile_id: plan.profile.profile_id.to_string(),
+        prompt_stack_id: plan
+            .profile
+            .prompt_stack_id
+            .as_ref()
+            .map(ToString::to_string),
+        task: p.task.clone(),
+        backend_id: DEFAULT_BACKEND.to_string(),
+        model: ModelRef {
+            provider: plan.model.provider.clone(),
+            id: plan.model.id.clone(),
+        },
+        thinking_level: plan.thinking_level.clone(),
+        tools: plan.effective_tool_names.clone(),
+        working_directory: ".".into(),
+        boundary: "shared user, not an OS sandbox".into(),
+        system_prompt_chars: plan.system_prompt.chars().count() as u64,
+        messages: plan.messages.len() as u64,
+        payload_bytes: payload_bytes as u64,
+        timeout_ms: p.plan.timeout_ms,
+        execution_fingerprint: plan.execution_fingerprint.clone(),
+        conversation_fingerprint: plan.conversation_fingerprint.clone(),
+        parent_session_id: p.parent_session.clone(),
+        created_at: p.created_at.clone(),
+    }
 }
 
 fn unknown_plan(run: &str) -> ApiError {
@@ -237,9 +248,9 @@ fn unknown_plan(run: &str) -> ApiError {
 /// `GET /api/agent/plans` → `{ok, plans: [summary]}`, oldest first.
 async fn plans(State(state): State<AppState>) -> Response {
     let pending = state.agents.lock();
-    let mut list: Vec<Value> = pending.iter().map(|(id, p)| summary(id, p)).collect();
-    list.sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
-    ok_json(&json!({"ok": true, "plans": list}))
+    let mut plans: Vec<PlanSummary> = pending.iter().map(|(id, p)| summary(id, p)).collect();
+    plans.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    ok_typed(&PlanList { ok: true, plans })
 }
 
 /// `GET /api/agent/plans/:run` → `{ok, summary, review, fullPrompt, plan}`: everything a person
@@ -247,24 +258,13 @@ async fn plans(State(state): State<AppState>) -> Response {
 async fn plan(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
     let pending = state.agents.lock();
     let p = pending.get(&run).ok_or_else(|| unknown_plan(&run))?;
-    Ok(ok_json(&json!({
-        "ok": true,
-        "summary": summary(&run, p),
-        "review": approval_summary(&p.plan.plan, &p.task, DEFAULT_BACKEND),
-        "fullPrompt": approval_full_view(&p.plan.plan, &p.task, DEFAULT_BACKEND),
-        "plan": p.plan.plan.to_value(),
-    })))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ApproveBody {
-    execution_fingerprint: String,
-    #[serde(default)]
-    viewed_full_prompt: bool,
-    /// Where the person approved: `web` (default) or `pi` (the bridge's dialog).
-    #[serde(default)]
-    from: Option<String>,
+    Ok(ok_typed(&PlanDetail {
+        ok: true,
+        summary: summary(&run, p),
+        review: approval_summary(&p.plan.plan, &p.task, DEFAULT_BACKEND),
+        full_prompt: approval_full_view(&p.plan.plan, &p.task, DEFAULT_BACKEND),
+        plan: p.plan.plan.view(),
+    }))
 }
 
 /// `POST /api/agent/plans/:run/approve` `{executionFingerprint, viewedFullPrompt}` → `{ok}`; 409
@@ -275,7 +275,7 @@ async fn approve(
     Path(run): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let body: ApproveBody = serde_json::from_value(body)
+    let body: ApproveRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request(format!("Malformed approval: {e}.")))?;
     let (profile, task, ids, clock, parent, sealed) = {
         let pending = state.agents.lock();
@@ -320,7 +320,10 @@ async fn approve(
             "web"
         },
     });
-    Ok(ok_json(&json!({"ok": true, "runId": run})))
+    Ok(ok_typed(&PlanDecided {
+        ok: true,
+        run_id: run,
+    }))
 }
 
 /// `POST /api/agent/plans/:run/reject` → `{ok}`: the plan is discarded, nothing is sent.
@@ -332,21 +335,17 @@ async fn reject(State(state): State<AppState>, Path(run): Path<String>) -> ApiRe
         .and_then(|p| p.decide.take())
         .ok_or_else(|| unknown_plan(&run))?;
     let _ = sender.send(Decision::Reject);
-    Ok(ok_json(&json!({"ok": true, "runId": run})))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PrepareBody {
-    profile: String,
-    task: String,
+    Ok(ok_typed(&PlanDecided {
+        ok: true,
+        run_id: run,
+    }))
 }
 
 /// `POST /api/agent/prepare` `{profile, task}` → `{ok, review, plan}` (`/forge agent plan`): the
 /// plan prepared and sealed, then discarded; nothing is sent and nothing waits. A plan that cannot
 /// be prepared is 400 `plan_failed` with every error diagnostic.
 async fn prepare(State(state): State<AppState>, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let body: PrepareBody = serde_json::from_value(body)
+    let body: PrepareRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request(format!("Malformed plan request: {e}.")))?;
     let snapshot = state.ws.snapshot();
     let request = PlanRequest {
@@ -362,11 +361,11 @@ async fn prepare(State(state): State<AppState>, JsonBody(body): JsonBody) -> Api
         &agent::new_ids(),
         local_clock(),
     ) {
-        Ok(plan) => Ok(ok_json(&json!({
-            "ok": true,
-            "review": approval_summary(&plan.plan, &body.task, DEFAULT_BACKEND),
-            "plan": plan.plan.to_value(),
-        }))),
+        Ok(plan) => Ok(ok_typed(&PreparedPlan {
+            ok: true,
+            review: approval_summary(&plan.plan, &body.task, DEFAULT_BACKEND),
+            plan: plan.plan.view(),
+        })),
         Err(diags) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "plan_failed",
@@ -387,10 +386,15 @@ async fn runs(State(state): State<AppState>) -> Response {
         .agents
         .active()
         .values()
-        .map(|a| a.summary.clone())
+        .filter_map(|a| serde_json::to_value(&a.summary).ok())
         .collect();
-    let runs = agent::list_runs_with(&state.project, active);
-    ok_json(&json!({"ok": true, "runs": runs}))
+    // A record that does not read as one (not an object, a member of the wrong type) is left
+    // out: the Runs view could not show it.
+    let runs = agent::list_runs_with(&state.project, active)
+        .into_iter()
+        .filter_map(|run| Kept::read(run).ok())
+        .collect();
+    ok_typed(&RunList { ok: true, runs })
 }
 
 /// `GET /api/agent/runs/:run` → `{ok, record, answer, prompt, transcript}`: `answer` is the
@@ -400,11 +404,20 @@ async fn runs(State(state): State<AppState>) -> Response {
 /// `answer_hash_mismatch` when `answer.txt` is not what the record hashed; 404 for an unknown
 /// run.
 async fn run_detail(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
-    let active = state.agents.active().get(&run).map(|a| a.summary.clone());
+    let active = state
+        .agents
+        .active()
+        .get(&run)
+        .and_then(|a| serde_json::to_value(&a.summary).ok());
     let record = agent::read_run(&state.project, &run)
         .or(active)
         .ok_or_else(|| ApiError::not_found(format!("No run {run} is kept in .pi/forge/runs.")))?;
-    let answer = if record["status"] == "completed" {
+    let record: Kept<forge_core::api::RunRecord> = Kept::read(record).map_err(|e| {
+        ApiError::internal(format!(
+            "The record of run {run} in .pi/forge/runs is not a run record: {e}."
+        ))
+    })?;
+    let answer = if record.view.status == "completed" {
         match agent::verified_answer(&state.project, &run) {
             Ok(answer) => Some(answer),
             Err(e) => {
@@ -463,17 +476,25 @@ async fn profiles(State(state): State<AppState>) -> Response {
         // Unattended mode (a trusted project's allowAgentInvocationWithoutApproval) runs
         // without a review; everything else needs a person's approval.
         let unattended = check.as_ref().is_ok_and(|p| p.settings.unattended);
-        out.push(json!({
-            "profileId": key,
-            "model": format!("{}/{}", profile.model.provider, profile.model.id),
-            "thinkingLevel": profile.thinking_level.as_str(),
-            "promptStack": profile.prompt_stack,
-            "ready": problem.is_none(),
-            "approval": if unattended { "none (trusted project setting)" } else { "required" },
-            "problem": problem,
-        }));
+        out.push(AgentProfileRow {
+            profile_id: key,
+            model: format!("{}/{}", profile.model.provider, profile.model.id),
+            thinking_level: profile.thinking_level.as_str().to_string(),
+            prompt_stack: profile.prompt_stack.clone(),
+            ready: problem.is_none(),
+            approval: if unattended {
+                "none (trusted project setting)"
+            } else {
+                "required"
+            }
+            .to_string(),
+            problem,
+        });
     }
-    ok_json(&json!({"ok": true, "profiles": out}))
+    ok_typed(&AgentProfileList {
+        ok: true,
+        profiles: out,
+    })
 }
 
 #[derive(Deserialize)]
@@ -652,21 +673,21 @@ async fn run_approved(
     state: &ServerState,
     run_id: &str,
     pending: Pending,
-    approval: Value,
+    approval: RunApproval,
 ) -> ApiResult<Value> {
     let cancel = Arc::new(AtomicBool::new(false));
     let plan = pending.plan;
     state.agents.set_active(
         run_id,
-        json!({
-            "runId": run_id,
-            "profileId": plan.plan.profile.profile_id.to_string(),
-            "status": "queued",
-            "model": format!("{}/{}", plan.plan.model.provider, plan.plan.model.id),
-            "thinkingLevel": plan.plan.thinking_level,
-            "startedAt": crate::live::now_iso(),
-            "approval": approval,
-        }),
+        ActiveRun {
+            run_id: run_id.to_string(),
+            profile_id: plan.plan.profile.profile_id.to_string(),
+            status: "queued".into(),
+            model: format!("{}/{}", plan.plan.model.provider, plan.plan.model.id),
+            thinking_level: plan.plan.thinking_level.clone(),
+            started_at: crate::live::now_iso(),
+            approval: approval.clone(),
+        },
         Arc::clone(&cancel),
     );
     let limit = agent::SubagentsFiles::read(&paths(state)).max_concurrent_runs(state.ws.trusted());
@@ -740,12 +761,11 @@ async fn host_subagent_result(
     let message: ResultMessage = parse(body, "subagent-result")?;
     state.live.with_host(&id, &message.session_id, |_| ())?;
     let run = message.run_id;
-    let status = state.agents.active().get(&run).map(|a| {
-        a.summary["status"]
-            .as_str()
-            .unwrap_or("running")
-            .to_string()
-    });
+    let status = state
+        .agents
+        .active()
+        .get(&run)
+        .map(|a| a.summary.status.clone());
     let pending = state.agents.lock().contains_key(&run);
     let (ok, text) = if let Some(status) = status {
         (
@@ -777,14 +797,16 @@ async fn host_subagent_result(
 async fn cancel_run(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
     let status = state.agents.active().get(&run).map(|a| {
         a.cancel.store(true, Ordering::SeqCst);
-        a.summary["status"].clone()
+        a.summary.status.clone()
     });
     // A queued run wakes up to record its cancellation.
     state.agents.slot_freed.notify_waiters();
     match status {
-        Some(status) => Ok(ok_json(
-            &json!({"ok": true, "runId": run, "status": status}),
-        )),
+        Some(status) => Ok(ok_typed(&RunCancelled {
+            ok: true,
+            run_id: run,
+            status,
+        })),
         None => match agent::read_run(&state.project, &run) {
             Some(record) => Err(ApiError::new(
                 StatusCode::CONFLICT,

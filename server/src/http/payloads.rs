@@ -8,6 +8,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use forge_core::api::{ArmRequest, CaptureList, SavedCapture};
 use forge_core::diff::{CaptureInfo, TurnSummary, UsageReport};
 use forge_core::id::Scope;
 use forge_core::json;
@@ -17,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{json_response, ok_json, HostBody, JsonBody};
+use super::extract::{ok_json, ok_typed, typed_response, HostBody, JsonBody};
 use super::host::parse;
 use super::{AppState, ServerState};
 
@@ -42,33 +43,25 @@ impl From<PayloadError> for ApiError {
     }
 }
 
-fn list_value(state: &ServerState) -> Value {
-    let mut view = serde_json::to_value(state.payloads.view()).unwrap_or_default();
-    view["connected"] = json!(state.live.connected());
-    view["trusted"] = json!(state.ws.trusted());
-    view
+fn list_value(state: &ServerState) -> CaptureList {
+    CaptureList {
+        list: state.payloads.view(),
+        connected: state.live.connected(),
+        trusted: state.ws.trusted(),
+    }
 }
 
 /// `GET /api/payloads` → `{sessionId, armed, latest, dropped, limit, turns, connected,
 /// trusted}`; turns oldest first.
 async fn list(State(state): State<AppState>) -> Response {
-    ok_json(&list_value(&state))
+    ok_typed(&list_value(&state))
 }
 
 /// `DELETE /api/payloads` → the (empty) list: forgets every capture, the arm state, the pinned
 /// capture and pending usage.
 async fn clear(State(state): State<AppState>) -> Response {
     state.payloads.clear();
-    ok_json(&list_value(&state))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ArmRequest {
-    #[serde(default)]
-    save: bool,
-    #[serde(default)]
-    by: Option<String>,
+    ok_typed(&list_value(&state))
 }
 
 /// `POST /api/payloads/arm` `{save?, by?}` → the list: the next request becomes the pinned
@@ -96,7 +89,7 @@ async fn arm(State(state): State<AppState>, JsonBody(body): JsonBody) -> ApiResu
         save: request.save,
         by: by.to_string(),
     });
-    Ok(ok_json(&list_value(&state)))
+    Ok(ok_typed(&list_value(&state)))
 }
 
 #[derive(Deserialize)]
@@ -109,9 +102,7 @@ struct DiffQuery {
 /// `from` the capture before `to`.
 async fn diff(State(state): State<AppState>, Query(q): Query<DiffQuery>) -> ApiResult<Response> {
     let diff = state.payloads.diff(q.from.as_deref(), q.to.as_deref())?;
-    Ok(ok_json(&serde_json::to_value(diff).map_err(|e| {
-        ApiError::internal(format!("Could not serialize the run diff: {e}"))
-    })?))
+    Ok(ok_typed(&diff))
 }
 
 #[derive(Deserialize)]
@@ -177,9 +168,13 @@ async fn save(State(state): State<AppState>, Path(turn): Path<String>) -> ApiRes
         return Err(PayloadError::UnknownTurn(turn).into());
     };
     let (name, path) = save_capture(&state, &capture.summary, &payload).await?;
-    Ok(json_response(
+    Ok(typed_response(
         StatusCode::CREATED,
-        &json!({ "turnId": capture.summary.turn_id, "name": name, "path": path }),
+        &SavedCapture {
+            turn_id: capture.summary.turn_id,
+            name,
+            path,
+        },
     ))
 }
 
