@@ -684,7 +684,7 @@ export default function piForge(pi: ExtensionAPI) {
 						const saved = typeof answer.saved === "string" ? ` · saved to ${answer.saved}` : "";
 						const failed = typeof answer.saveError === "string" ? ` · not saved: ${answer.saveError}` : "";
 						ctxNow.ui.notify(
-							`pi-forge: captured ${String(answer.turnId)} (${String(answer.bytes)} bytes, ~${String(answer.approxTokens)} tokens)${saved}${failed} · ${item.c.url}`,
+							`pi-forge: captured ${String(answer.turnId)} (${String(answer.bytes)} bytes, ~${String(answer.approxTokens)} tokens)${saved}${failed} · ${item.c.base}/`,
 							failed ? "warning" : "info",
 						);
 					}
@@ -783,11 +783,15 @@ export default function piForge(pi: ExtensionAPI) {
 						return say("pi-forge: editor stopped");
 					}
 					const c = await connect(ctx, arg === "restart", arg === "restart" ? ["--restart"] : []);
-					if (ctx.mode === "tui") {
-						const opener = process.platform === "darwin" ? "open" : process.platform === "win32" ? "explorer" : "xdg-open";
-						await pi.exec(opener, [c.url]).catch(() => undefined);
-					}
-					return say(`pi-forge editor: ${c.url}`);
+					// The token stays out of notifications and command lines: `pi-forge ui open`
+					// hands the browser a user-only launch page; `pi-forge ui` in a terminal prints
+					// the sign-in address.
+					const signIn = "run `pi-forge ui` in the project for the sign-in address";
+					if (!ctx.hasUI) return say(`pi-forge editor: ${c.base}/ (${signIn})`);
+					const opened = await pi.exec(binary(), ["ui", "open", "--project", ctx.cwd]).catch((e: unknown) => ({ code: 1, stderr: errorText(e) }));
+					if (opened.code === 0) return say(`pi-forge editor: ${c.base}/ (opened in your browser)`);
+					const why = String(opened.stderr).trim().split("\n").pop() ?? "";
+					return say(`pi-forge editor: ${c.base}/ (could not open a browser${why ? `: ${why}` : ""}; ${signIn})`, "warning");
 				}
 				case "status": {
 					const c = await connect(ctx);
@@ -842,7 +846,7 @@ export default function piForge(pi: ExtensionAPI) {
 					const list = await call(c, "GET", "/api/payloads");
 					const turns = Array.isArray(list.turns) ? list.turns.length : 0;
 					return say(
-						`pi-forge: ${turns} captured request(s)${list.armed ? " · next request armed" : ""}${captureOn ? "" : " · capture off"}${dropped ? ` · ${dropped} dropped` : ""} · ${c.url}`,
+						`pi-forge: ${turns} captured request(s)${list.armed ? " · next request armed" : ""}${captureOn ? "" : " · capture off"}${dropped ? ` · ${dropped} dropped` : ""} · ${c.base}/`,
 					);
 				}
 				case "agent": {
@@ -855,7 +859,7 @@ export default function piForge(pi: ExtensionAPI) {
 							const answer = await call(c, "POST", "/api/agent/prepare", { profile: profileId, task });
 							return say(`${String(answer.review)}\nNothing was sent.`);
 						}
-						say(`pi-forge: preparing a plan for ${profileId}; approve it here or in the editor (${c.url})`);
+						say(`pi-forge: preparing a plan for ${profileId}; approve it here or in the editor (${c.base}/)`);
 						const answer = await call(c, "POST", `/api/host/${c.hostId}/subagent`, { sessionId: c.sessionId, profile: profileId, task, background: false }, 4_200_000);
 						return say(String(answer.text), answer.ok === true ? "info" : "warning");
 					}

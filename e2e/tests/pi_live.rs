@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use pi::{poll, Workspace};
+use pi::{poll, Pi, Workspace};
 use serde_json::{json, Value};
 
 const LEAN: &str = r#"{
@@ -92,6 +92,72 @@ fn text_of(content: &Value) -> String {
     }
 }
 
+/// While the stand-in browser `/forge ui` started is still running: it was handed the 0600
+/// launch page, whose redirect holds the token, and no process's command line (read from
+/// /proc) nor any Pi notification holds the token.
+fn assert_token_stays_off_command_lines_and_notes(
+    ws: &Workspace,
+    pi: &Pi,
+    authority: &str,
+    token: &str,
+) {
+    let log = ws.browser_log();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !log.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let opened = std::fs::read_to_string(&log).expect("the browser was opened");
+    let target = opened.trim().to_string();
+    let launch = target
+        .strip_prefix("file://")
+        .unwrap_or_else(|| panic!("the browser got {target:?}, not the launch page"));
+    assert!(launch.ends_with("-open.html"), "{launch}");
+    let page = std::fs::read_to_string(launch).unwrap();
+    assert!(
+        page.contains(&format!("url=http://{authority}/?token={token}\"")),
+        "{page}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(launch).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let mut opener_seen = false;
+    let mut scanned = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        scanned += 1;
+        assert!(
+            !cmdline.contains(token),
+            "process {:?} has the token on its command line: {cmdline}",
+            entry.file_name()
+        );
+        opener_seen |= cmdline.contains(&target);
+    }
+    assert!(scanned > 10, "read {scanned} command lines");
+    assert!(
+        opener_seen,
+        "the browser was still running while /proc was read"
+    );
+    let notes: Vec<&str> = pi
+        .seen
+        .iter()
+        .filter(|e| e["method"] == "notify")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(!notes.is_empty());
+    for note in notes {
+        assert!(
+            !note.contains(token),
+            "a notification holds the token: {note}"
+        );
+    }
+}
+
 #[test]
 fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
     let ws = lean_workspace();
@@ -101,8 +167,9 @@ fn forge_ui_reports_the_editor_and_the_runtime_lists_pi_tools() {
     let (authority, token) = ws.editor().expect("the extension started the editor");
     assert_eq!(
         note,
-        format!("pi-forge editor: http://{authority}/?token={token}")
+        format!("pi-forge editor: http://{authority}/ (opened in your browser)")
     );
+    assert_token_stays_off_command_lines_and_notes(&ws, &pi, &authority, &token);
 
     let (status, runtime) = ws.api("GET", "/api/runtime", "");
     assert_eq!(status, 200);

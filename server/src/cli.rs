@@ -141,7 +141,7 @@ the diff\" --json | jq .templateEnv > env.json\n  pi-forge preview reviewer --fi
     },
     /// Start (or reuse) the web editor on 127.0.0.1 and open it in the browser.
     #[command(
-        after_help = "The first line on stdout is the editor's address, http://127.0.0.1:<port>/?token=<token>. Running `pi-forge ui` again for the same project reuses the running editor and prints the same address; `--restart` starts a fresh one (new token), `pi-forge ui stop` stops it.\n\nExamples:\n  pi-forge ui\n  pi-forge ui --project ~/code/app \
+        after_help = "The first line on stdout is the editor's address, http://127.0.0.1:<port>/?token=<token>. Running `pi-forge ui` again for the same project reuses the running editor and prints the same address; `--restart` starts a fresh one (new token), `pi-forge ui open` opens the running one in the browser, `pi-forge ui stop` stops it.\n\nExamples:\n  pi-forge ui\n  pi-forge ui --project ~/code/app \
 --port 4321 --no-open\n  pi-forge ui stop"
     )]
     Ui {
@@ -385,6 +385,17 @@ pub enum PayloadAction {
 pub enum UiAction {
     /// Stop the project's running editor and remove its state file.
     Stop {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+    },
+    /// Open the project's running editor in the browser (never starts one). The browser is
+    /// given a user-only launch page, so the token is on no command line; stdout stays empty.
+    #[command(
+        after_help = "This is what /forge ui runs inside Pi. PI_FORGE_BROWSER names another opener \
+program (default: xdg-open, open on macOS).\n\nExit status: 0 opened, 2 no editor is running for \
+the project (start it with `pi-forge ui`), 1 the opener could not be started."
+    )]
+    Open {
         #[command(flatten)]
         workspace: WorkspaceArgs,
     },

@@ -57,6 +57,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             ..
         } => crate::ui::stop(&WorkspacePaths::from_args(&merge(stop, workspace))?),
         Command::Ui {
+            action: Some(UiAction::Open { workspace: open }),
+            workspace,
+            ..
+        } => crate::ui::open(&WorkspacePaths::from_args(&merge(open, workspace))?),
+        Command::Ui {
             action: None,
             workspace,
             port,

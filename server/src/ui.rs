@@ -29,7 +29,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use base64::Engine as _;
 use forge_core::workspace::{FsStore, LoadOptions};
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +112,28 @@ pub fn run(opts: UiOptions) -> Result<ExitCode> {
         ..opts.paths.clone()
     };
     serve(&paths, wanted_port, opts.no_open, false, Some(state_path))
+}
+
+/// `pi-forge ui open`: opens the running editor through its launch page; never starts one.
+pub fn open(paths: &WorkspacePaths) -> Result<ExitCode> {
+    let project = canonical(&paths.project)?;
+    let state_path = state_file(&project)?;
+    let running = read_record(&state_path).filter(|record| is_running(record, &project));
+    let Some(record) = running else {
+        eprintln!(
+            "pi-forge: no editor is running for {}; start it with `pi-forge ui`",
+            project.display()
+        );
+        return Ok(ExitCode::from(2));
+    };
+    if !open_browser(&launch_file(&state_path), &record.url) {
+        return Ok(ExitCode::FAILURE);
+    }
+    eprintln!(
+        "pi-forge: opened the editor at http://127.0.0.1:{}/ in the browser",
+        record.port
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `pi-forge ui stop`.
@@ -321,9 +342,7 @@ fn stop_server(record: &ServerRecord, project: &Path) -> Result<()> {
 
 /// 24 random bytes, base64url without padding.
 fn new_token() -> Result<String> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("cannot get random bytes: {e}"))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    http::security::new_secret().map_err(|e| anyhow::anyhow!("cannot get random bytes: {e}"))
 }
 
 fn serve_demo(opts: &UiOptions) -> Result<ExitCode> {
@@ -535,6 +554,7 @@ async fn serve_async(
         Arc::clone(&ws),
         port,
         token,
+        new_token()?,
         demo,
         paths.project.clone(),
         paths.global.clone(),
@@ -644,11 +664,11 @@ fn write_launch_page(path: &Path, url: &str) -> Result<()> {
 /// Opens the editor in a browser through a user-only launch page at `launch` that redirects
 /// to `url`: the opener's argument (visible to every local user in the process list) is the
 /// page's `file://` path, never the token. `PI_FORGE_BROWSER` names another opener program.
-/// Best effort: a missing or failing opener only prints a warning.
-fn open_browser(launch: &Path, url: &str) {
+/// Best effort: a missing or failing opener only prints a warning (and answers false).
+fn open_browser(launch: &Path, url: &str) -> bool {
     if let Err(e) = write_launch_page(launch, url) {
         eprintln!("pi-forge: warning: could not open a browser ({e:#}); open the URL above yourself (or pass --no-open)");
-        return;
+        return false;
     }
     let target = format!("file://{}", launch.display());
     let mut cmd =
@@ -675,10 +695,14 @@ fn open_browser(launch: &Path, url: &str) {
             std::thread::spawn(move || {
                 let _ = child.wait();
             });
+            true
         }
-        Err(_) => eprintln!(
-            "pi-forge: warning: could not open a browser; open the URL above yourself (or pass --no-open)"
-        ),
+        Err(e) => {
+            eprintln!(
+                "pi-forge: warning: could not open a browser ({e}); open the URL above yourself (or pass --no-open)"
+            );
+            false
+        }
     }
 }
 

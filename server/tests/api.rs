@@ -193,12 +193,20 @@ fn the_url_token_is_exchanged_for_a_strict_http_only_cookie() {
         .to_str()
         .unwrap()
         .to_string();
+    // The cookie holds this server's own 24-byte secret, never the API token.
+    let prefix = format!("pi_forge_token_{}=", f.server.port);
+    let suffix = "; HttpOnly; SameSite=Strict; Path=/";
+    assert!(
+        cookie.starts_with(&prefix) && cookie.ends_with(suffix),
+        "{cookie}"
+    );
+    let secret = &cookie[prefix.len()..cookie.len() - suffix.len()];
+    assert_eq!(secret.len(), 32, "{cookie}");
+    assert_ne!(secret, f.server.token);
     assert_eq!(
-        cookie,
-        format!(
-            "pi_forge_token_{}={}; HttpOnly; SameSite=Strict; Path=/",
-            f.server.port, f.server.token
-        )
+        f.server.cookie(),
+        format!("{prefix}{secret}"),
+        "one secret per server"
     );
     assert_eq!(exchange.headers()["cache-control"], "no-store");
 
@@ -262,6 +270,79 @@ fn a_foreign_host_header_is_refused() {
         .send()
         .unwrap();
     assert_eq!(localhost.status(), StatusCode::OK);
+}
+
+#[test]
+fn the_cookie_only_works_from_the_editors_own_page() {
+    let f = Fixture::new();
+    let cookie = f.server.cookie();
+    let secret = cookie.split_once('=').unwrap().1.to_string();
+    let other_port = format!("http://127.0.0.1:{}", f.server.port + 1);
+    let get = |headers: &[(&str, &str)]| {
+        let mut request = f.client.get(f.server.url("/api/meta"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().unwrap()
+    };
+    // What a browser sends from a page on another port of 127.0.0.1 (same site, other origin),
+    // on a GET as well as on a state change.
+    for headers in [
+        vec![("cookie", cookie.as_str()), ("origin", other_port.as_str())],
+        vec![("cookie", cookie.as_str()), ("sec-fetch-site", "same-site")],
+        vec![
+            ("cookie", cookie.as_str()),
+            ("sec-fetch-site", "cross-site"),
+        ],
+    ] {
+        let response = get(&headers);
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{headers:?}");
+        assert_error(&response.json().unwrap(), "bad_origin");
+    }
+    let post = f
+        .client
+        .post(f.server.url("/api/disable"))
+        .header("cookie", &cookie)
+        .header("origin", &other_port)
+        .json(&json!({}))
+        .send()
+        .unwrap();
+    assert_eq!(post.status(), StatusCode::FORBIDDEN);
+    assert_error(&post.json().unwrap(), "bad_origin");
+
+    // The page on another port learns the cookie's value, which is not the API token: as the
+    // token header it is refused, and the token is no cookie either.
+    assert_eq!(
+        get(&[("x-pi-forge-token", &secret)]).status(),
+        StatusCode::FORBIDDEN
+    );
+    let token_cookie = format!("pi_forge_token_{}={}", f.server.port, f.server.token);
+    assert_eq!(
+        get(&[("cookie", &token_cookie)]).status(),
+        StatusCode::FORBIDDEN
+    );
+
+    // The editor's own page: same origin, or no fetch metadata (a typed address).
+    let own = f.server.origin();
+    for headers in [
+        vec![("cookie", cookie.as_str())],
+        vec![
+            ("cookie", cookie.as_str()),
+            ("sec-fetch-site", "same-origin"),
+        ],
+        vec![("cookie", cookie.as_str()), ("origin", own.as_str())],
+    ] {
+        assert_eq!(get(&headers).status(), StatusCode::OK, "{headers:?}");
+    }
+    // The page itself is refused when a page on another port links to it.
+    let linked = f
+        .client
+        .get(f.server.url("/"))
+        .header("cookie", &cookie)
+        .header("sec-fetch-site", "same-site")
+        .send()
+        .unwrap();
+    assert_eq!(linked.status(), StatusCode::FORBIDDEN);
 }
 
 #[test]

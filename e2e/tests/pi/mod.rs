@@ -324,7 +324,33 @@ impl Workspace {
             .env("HOME", self.root.path().join("home"))
             .env("PI_FORGE_GLOBAL_DIR", self.root.path().join("global"))
             .env("PI_FORGE_BIN", &self.bin)
+            .env("PI_FORGE_BROWSER", self.opener())
             .env_remove("PI_FORGE_UNTRUSTED");
+    }
+
+    /// The stand-in browser `/forge ui` opens: it appends its arguments to `browser.log` and
+    /// stays alive for 3 s (so a test can read every command line while it runs).
+    fn opener(&self) -> PathBuf {
+        let opener = self.root.path().join("browser");
+        if !opener.exists() {
+            let log = self.browser_log();
+            let script = format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nsleep 3\n",
+                log.display()
+            );
+            std::fs::write(&opener, script).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        opener
+    }
+
+    /// What the stand-in browser was asked to open, one line per call.
+    pub fn browser_log(&self) -> PathBuf {
+        self.root.path().join("browser.log")
     }
 
     /// Runs `pi-forge <args>` with this workspace's environment, `stdin` as its input and Pi

@@ -52,6 +52,9 @@ pub struct ServerState {
     pub port: u16,
     pub token: String,
     pub cookie_name: String,
+    /// The session cookie's value: random per server and never the API token, so a cookie a
+    /// browser also sent to another port on 127.0.0.1 does not work as the token header.
+    pub cookie_secret: String,
     /// Accepted `Host` values.
     pub hosts: [String; 2],
     /// Accepted `Origin` values.
@@ -81,6 +84,7 @@ impl ServerState {
         ws: Arc<WorkspaceHandle>,
         port: u16,
         token: String,
+        cookie_secret: String,
         demo: bool,
         project: PathBuf,
         global: PathBuf,
@@ -90,6 +94,7 @@ impl ServerState {
             ws,
             port,
             cookie_name: security::cookie_name(port),
+            cookie_secret,
             hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             origins: [
                 format!("http://127.0.0.1:{port}"),

@@ -4,12 +4,17 @@
 //! - `Host` must be exactly `127.0.0.1:<port>` or `localhost:<port>` (DNS-rebinding defence),
 //!   else 421 `bad_host`.
 //! - `GET /?token=<t>` trades the printed URL's token for an `HttpOnly; SameSite=Strict` cookie
-//!   and redirects (303) to the clean `/`; a wrong token is 403. `/` without the cookie is a 403
-//!   page that says to open the printed URL.
+//!   and redirects (303) to the clean `/`; a wrong token is 403. The cookie's value is a second
+//!   random secret of this server, not the token: browsers send a host's cookies to every port
+//!   of it, so another listener on 127.0.0.1 may see the cookie, and it must not work as the
+//!   token header. `/` without the cookie is a 403 page that says to open the printed URL.
 //! - `/api/*` needs the cookie or the `x-pi-forge-token` header (never a query token), else 403
-//!   `forbidden`. Tokens are compared in constant time.
-//! - `POST`, `PUT`, `PATCH` and `DELETE` also need `Origin: http://127.0.0.1:<port>` (or
-//!   `localhost`) unless they carry the token header, else 403 `bad_origin`.
+//!   `forbidden`. Secrets are compared in constant time.
+//! - A request authenticated by the cookie must come from the editor's own page: an `Origin`
+//!   other than `http://127.0.0.1:<port>` / `http://localhost:<port>`, or a `Sec-Fetch-Site`
+//!   other than `same-origin` / `none` (a page on another port of 127.0.0.1 is `same-site`),
+//!   is 403 `bad_origin` on every method; `POST`, `PUT`, `PATCH` and `DELETE` also need the
+//!   `Origin` present. The token header (scripts, the Pi extension) skips these checks.
 //! - `/assets/*` is public: the bundle holds no secrets.
 
 use std::sync::Arc;
@@ -50,6 +55,14 @@ pub fn cookie_name(port: u16) -> String {
     format!("pi_forge_token_{port}")
 }
 
+/// 24 random bytes, base64url without padding: the API token and the cookie value.
+pub fn new_secret() -> Result<String, getrandom::Error> {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
 /// Constant-time comparison of a presented token with the server's.
 pub fn token_matches(presented: &str, token: &str) -> bool {
     bool::from(presented.as_bytes().ct_eq(token.as_bytes()))
@@ -76,7 +89,25 @@ fn query_token(query: Option<&str>) -> Option<&str> {
 }
 
 fn has_cookie(state: &ServerState, headers: &HeaderMap) -> bool {
-    cookie_value(headers, &state.cookie_name).is_some_and(|v| token_matches(v, &state.token))
+    cookie_value(headers, &state.cookie_name)
+        .is_some_and(|v| token_matches(v, &state.cookie_secret))
+}
+
+/// Whether a cookie-authenticated request did not come from the editor's own page: a foreign
+/// or missing `Origin` (missing is only refused when it changes state), or a `Sec-Fetch-Site`
+/// that is not `same-origin` or `none`.
+fn from_elsewhere(state: &ServerState, headers: &HeaderMap, changes_state: bool) -> bool {
+    let origin = headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or(""));
+    let foreign_origin = match origin {
+        Some(o) => !state.origins.iter().any(|allowed| allowed == o),
+        None => changes_state,
+    };
+    let site = headers
+        .get("sec-fetch-site")
+        .map(|v| v.to_str().unwrap_or(""));
+    foreign_origin || site.is_some_and(|s| s != "same-origin" && s != "none")
 }
 
 fn has_token_header(state: &ServerState, headers: &HeaderMap) -> bool {
@@ -134,7 +165,7 @@ pub async fn guard(
             }
             let cookie = format!(
                 "{}={}; HttpOnly; SameSite=Strict; Path=/",
-                state.cookie_name, state.token
+                state.cookie_name, state.cookie_secret
             );
             let mut response = StatusCode::SEE_OTHER.into_response();
             let headers = response.headers_mut();
@@ -144,7 +175,7 @@ pub async fn guard(
             }
             return response;
         }
-        if !has_cookie(&state, headers) {
+        if !has_cookie(&state, headers) || from_elsewhere(&state, headers, false) {
             return (
                 StatusCode::FORBIDDEN,
                 [(
@@ -168,19 +199,16 @@ pub async fn guard(
             *request.method(),
             Method::GET | Method::HEAD | Method::OPTIONS
         );
-        if changes_state && !by_header {
-            let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-            if !origin.is_some_and(|o| state.origins.iter().any(|allowed| allowed == o)) {
-                return ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "bad_origin",
-                    format!(
-                        "Cross-origin request refused: Origin must be http://127.0.0.1:{port} or http://localhost:{port} (or send the {TOKEN_HEADER} header).",
-                        port = state.port
-                    ),
-                )
-                .into_response();
-            }
+        if !by_header && from_elsewhere(&state, headers, changes_state) {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "bad_origin",
+                format!(
+                    "Cross-origin request refused: the session cookie only works from the editor's own page (Origin http://127.0.0.1:{port} or http://localhost:{port}); scripts send the {TOKEN_HEADER} header.",
+                    port = state.port
+                ),
+            )
+            .into_response();
         }
     }
     next.run(request).await

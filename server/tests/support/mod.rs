@@ -162,9 +162,21 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
-    /// The session cookie header value.
+    /// The session cookie header value, as the browser gets it: traded for the URL's token
+    /// (its value is the server's cookie secret, not the token).
     pub fn cookie(&self) -> String {
-        format!("pi_forge_token_{}={}", self.port, self.token)
+        let client = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let exchange = client.get(&self.url).send().unwrap();
+        let set = exchange.headers()["set-cookie"].to_str().unwrap();
+        let pair = set.split(';').next().unwrap().to_string();
+        assert!(
+            pair.starts_with(&format!("pi_forge_token_{}=", self.port)),
+            "{set}"
+        );
+        pair
     }
 
     /// The same-origin `Origin` value.
