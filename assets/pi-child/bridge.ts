@@ -1,17 +1,40 @@
 // pi-forge child bridge: loaded with `-e` into a clean child `pi --mode json` that runs one
 // approved delegation plan. It forces exactly the approved system prompt and messages, blocks
-// every tool the plan did not approve, and records each provider request so pi-forge can check
-// it against the plan. No rule lives here: pi-forge wrote the input and verifies the record.
+// every tool the plan did not approve, and hands each provider request to pi-forge BEFORE it is
+// sent: the request leaves only when pi-forge answers `ok`. No rule lives here: pi-forge wrote the
+// input and compares the request with the plan (forge-core `delegation::verify`); on any other
+// answer, or when pi-forge cannot be reached, the child exits before the provider sees anything.
 
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 interface ChildInput {
 	systemPrompt: string;
 	messages: unknown[];
 	tools: string[];
-	payloadOut: string;
 	factsOut: string;
+	/** Where pi-forge checks each request: a loopback port and this run's nonce. */
+	check: { port: number; nonce: string };
+}
+
+/** Exit code of a child stopped before a request pi-forge did not approve. */
+const REFUSED = 70;
+
+/** Sends `<nonce>\n<payload>` and resolves with pi-forge's answer ("" when it cannot be reached). */
+function ask(check: ChildInput["check"], payload: string): Promise<string> {
+	return new Promise((resolve) => {
+		let answer = "";
+		const socket = connect({ host: "127.0.0.1", port: check.port }, () => {
+			socket.end(`${check.nonce}\n${payload}\n`);
+		});
+		socket.setEncoding("utf8");
+		socket.on("data", (chunk: string) => {
+			answer += chunk;
+		});
+		socket.on("close", () => resolve(answer.trim()));
+		socket.on("error", () => resolve(""));
+	});
 }
 
 export default function forgeChild(pi: ExtensionAPI) {
@@ -37,8 +60,14 @@ export default function forgeChild(pi: ExtensionAPI) {
 		}
 	});
 
-	pi.on("before_provider_request", (event) => {
-		appendFileSync(input.payloadOut, `${JSON.stringify(event.payload)}\n`, { mode: 0o600 });
+	// Pi awaits this handler before the HTTP call; a thrown error would not stop the request
+	// (Pi reports it and sends anyway), so a refusal exits the process.
+	pi.on("before_provider_request", async (event) => {
+		const verdict = await ask(input.check, JSON.stringify(event.payload));
+		if (verdict !== "ok") {
+			process.stderr.write("pi-forge: the provider request differs from the approved plan; it was not sent.\n");
+			process.exit(REFUSED);
+		}
 		return undefined;
 	});
 }

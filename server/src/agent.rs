@@ -12,10 +12,11 @@
 //! `answer.txt`; `result` prints an answer only when its SHA-256 matches `result.json`.
 
 use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
@@ -26,13 +27,14 @@ use forge_core::delegation::config::{
     max_concurrent_runs, parse_subagents_bytes, SettingsLayers, SubagentsConfig,
 };
 use forge_core::delegation::host::{
-    child_input, plan_run, read_child_events, verify_payload, HostPlan, HostPlanInput, PlanIds,
+    child_input, plan_run, read_child_events, HostPlan, HostPlanInput, PlanIds,
 };
 use forge_core::delegation::plan::{SealedPlan, Stamp};
 use forge_core::delegation::result::{
     commit_answer, verify_package, Answer, Attestation, CommitInput, Expected, Failure,
     PackageFiles, ResultPackage, Route,
 };
+use forge_core::delegation::verify::{ApprovedRequest, RequestVerifier};
 use forge_core::delegation::ContractDiagnostic;
 use forge_core::id::Scope;
 use forge_core::json;
@@ -118,6 +120,7 @@ pub fn run(action: AgentAction) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             let approval = human_approval(&prepared.plan, viewed, "terminal");
+            sweep_orphans(&paths.project);
             let record = execute(
                 &paths.project,
                 &prepared.plan,
@@ -466,8 +469,8 @@ pub fn unattended_approval(plan: &HostPlan) -> RunApproval {
 
 /// A flag Ctrl+C sets: the child runs in its own process group, so the terminal's interrupt
 /// does not reach it; `execute` kills the group and records the run as cancelled.
-fn cancel_on_interrupt() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
+fn cancel_on_interrupt() -> Arc<AtomicU8> {
+    let flag = Arc::new(AtomicU8::new(NOT_CANCELLED));
     let set = Arc::clone(&flag);
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -478,7 +481,7 @@ fn cancel_on_interrupt() -> Arc<AtomicBool> {
         };
         if rt.block_on(tokio::signal::ctrl_c()).is_ok() {
             eprintln!("pi-forge: interrupted; stopping the subagent…");
-            set.store(true, Ordering::SeqCst);
+            set.store(CANCELLED_BY_PERSON, Ordering::SeqCst);
         }
     });
     flag
@@ -488,14 +491,117 @@ fn cancel_on_interrupt() -> Arc<AtomicBool> {
 pub const CANCELLED_ERROR: &str =
     "Cancelled by a person before the run finished; its process group was killed.";
 
-/// Runs the approved plan in a child Pi and keeps the run record (blocking; the server calls it
-/// on a blocking thread). Setting `cancel` stops the run: the child's process group is killed
-/// and the run is recorded as `cancelled` (a run cancelled before it started never starts).
-pub fn execute(
+/// Why a run was cancelled when the server stopped under it.
+pub const SERVER_STOPPED_ERROR: &str =
+    "The pi-forge server stopped before the run finished; its process group was killed.";
+
+/// The values of a run's cancel flag: not cancelled, cancelled by a person, cancelled because
+/// the server stops.
+pub const NOT_CANCELLED: u8 = 0;
+pub const CANCELLED_BY_PERSON: u8 = 1;
+pub const CANCELLED_BY_SHUTDOWN: u8 = 2;
+
+fn cancel_error(flag: u8) -> &'static str {
+    if flag == CANCELLED_BY_SHUTDOWN {
+        SERVER_STOPPED_ERROR
+    } else {
+        CANCELLED_ERROR
+    }
+}
+
+/// A test hook: `PI_FORGE_TEST_CHILD_DRIFT` set on pi-forge makes the child differ from the
+/// approved plan (`extra-message`: the bridge is handed one more user message; `extra-tool`:
+/// the child also gets `find`; `model=<provider/id>`: the child runs another model), so tests
+/// can show that such a request is stopped before it is sent.
+fn drift() -> Option<String> {
+    std::env::var("PI_FORGE_TEST_CHILD_DRIFT")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// What the request checker found (shared with the run's main loop).
+#[derive(Default)]
+struct Checked {
+    /// SHA-256 of every request that was checked and sent.
+    hashes: Vec<String>,
+    /// The first mismatch (the child was killed before that request was sent).
+    mismatch: Option<String>,
+}
+
+/// Answers the child bridge's "may I send this?" (one connection per provider request:
+/// `<nonce>\n<payload JSON>`, then `ok` or `mismatch`). A mismatch kills the child's process
+/// group before the answer is written, so the request never leaves.
+fn serve_checks(
+    listener: TcpListener,
+    nonce: String,
+    mut verifier: RequestVerifier,
+    pgid: u32,
+    folder: PathBuf,
+    checked: Arc<Mutex<Checked>>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+) {
+    for stream in listener.incoming() {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(mut stream) = stream else { continue };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let mut bytes = Vec::new();
+        if stream.read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let (line, payload) = text.split_once('\n').unwrap_or((&text, ""));
+        if line != nonce {
+            // Not the child: nothing is checked or answered.
+            continue;
+        }
+        let payload = payload.trim_end_matches('\n');
+        let verdict = match json::parse_str(payload) {
+            Ok(value) => verifier.check(&value).map_err(|e| e.0),
+            Err(e) => Err(format!("the request is not JSON: {e}")),
+        };
+        let mut state = checked.lock().unwrap_or_else(|e| e.into_inner());
+        match verdict {
+            Ok(()) => {
+                state.hashes.push(sha256_hex(payload.as_bytes()));
+                drop(state);
+                let _ = write_payload_line(&folder.join("payloads.jsonl"), payload);
+                let _ = stream.write_all(b"ok\n");
+            }
+            Err(reason) => {
+                kill_group(pgid);
+                state.mismatch.get_or_insert(reason);
+                drop(state);
+                let _ = write_private(&folder.join("refused-request.json"), payload.as_bytes());
+                let _ = stream.write_all(b"mismatch\n");
+                return;
+            }
+        }
+    }
+}
+
+fn write_payload_line(path: &Path, payload: &str) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(payload.as_bytes())?;
+    file.write_all(b"\n")
+}
+
+/// Writes the record of an approved run that never started its child (cancelled while queued,
+/// no slot within its queue wait, the server stopping): `status` and `error` say why.
+pub fn record_unstarted(
     project: &Path,
     prepared: &HostPlan,
     approval: RunApproval,
-    cancel: &AtomicBool,
+    status: &'static str,
+    error: String,
 ) -> Result<Value> {
     let plan = &prepared.plan;
     let folder = run_folder(project, &plan.run_id);
@@ -505,12 +611,70 @@ pub fn execute(
         &folder.join("plan.json"),
         json::to_pretty(&plan.to_value()).as_bytes(),
     )?;
-    let payloads = folder.join("payloads.jsonl");
+    let outcome = read_child_events("");
+    let ended = Ended {
+        status,
+        error: Some(error),
+        started_at: crate::live::now_iso(),
+        duration_ms: 0,
+        payload_hashes: Vec::new(),
+        answer: None,
+        directive_sha256: String::new(),
+    };
+    keep_record(&folder, prepared, approval, &outcome, ended)
+}
+
+/// Runs the approved plan in a child Pi and keeps the run record (blocking; the server calls it
+/// on a blocking thread). Setting `cancel` ([`CANCELLED_BY_PERSON`], [`CANCELLED_BY_SHUTDOWN`])
+/// stops the run: the child's process group is killed and the run is recorded as `cancelled`
+/// (a run cancelled before it started never starts).
+///
+/// Every provider request the child is about to send is first handed to this process by the
+/// child bridge (a loopback connection with a per-run nonce) and checked against the plan
+/// ([`RequestVerifier`]); the bridge sends only on `ok`. A mismatch kills the process group
+/// before the answer, and the run is recorded as `payload_mismatch`.
+pub fn execute(
+    project: &Path,
+    prepared: &HostPlan,
+    approval: RunApproval,
+    cancel: &AtomicU8,
+) -> Result<Value> {
+    let plan = &prepared.plan;
+    let folder = run_folder(project, &plan.run_id);
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    write_private(
+        &folder.join("plan.json"),
+        json::to_pretty(&plan.to_value()).as_bytes(),
+    )?;
+    let listener =
+        TcpListener::bind("127.0.0.1:0").context("cannot listen for the child's requests")?;
+    let check_port = listener.local_addr()?.port();
+    let nonce: String = crate::live::random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let mut input = child_input(plan, chrono::Utc::now().timestamp_millis() as f64);
     let facts_path = folder.join("child-facts.json");
+    let drift = drift();
+    let mut model = format!("{}/{}", plan.model.provider, plan.model.id);
+    let mut tools = plan.effective_tool_names.clone();
+    match drift.as_deref() {
+        Some("extra-message") => {
+            if let Some(messages) = input["messages"].as_array_mut() {
+                let mut extra = messages.last().cloned().unwrap_or(Value::Null);
+                extra["content"] = json!([{"type": "text", "text": "An unapproved message."}]);
+                messages.push(extra);
+            }
+        }
+        Some("extra-tool") => tools.push("find".into()),
+        Some(other) if other.starts_with("model=") => model = other["model=".len()..].to_string(),
+        _ => {}
+    }
     if let Some(map) = input.as_object_mut() {
-        map.insert("payloadOut".into(), json!(payloads.display().to_string()));
         map.insert("factsOut".into(), json!(facts_path.display().to_string()));
+        map.insert("check".into(), json!({"port": check_port, "nonce": nonce}));
+        map.insert("tools".into(), json!(tools));
     }
     let input_path = folder.join("child-input.json");
     let input_bytes = json::to_compact(&input);
@@ -531,21 +695,19 @@ pub fn execute(
         "-nc",
     ])
     .args(["--no-themes", "--offline"])
-    .args([
-        "--model",
-        &format!("{}/{}", plan.model.provider, plan.model.id),
-    ])
+    .args(["--model", &model])
     .args(["--thinking", &plan.thinking_level]);
-    if plan.effective_tool_names.is_empty() {
+    if tools.is_empty() {
         cmd.arg("--no-tools");
     } else {
-        cmd.args(["--tools", &plan.effective_tool_names.join(",")]);
+        cmd.args(["--tools", &tools.join(",")]);
     }
     cmd.arg("-e")
         .arg(&bridge)
         .arg(PLACEHOLDER)
         .current_dir(project)
         .env("PI_FORGE_CHILD_INPUT", &input_path)
+        .env_remove("PI_FORGE_TEST_CHILD_DRIFT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -556,13 +718,14 @@ pub fn execute(
     }
     let started = Instant::now();
     let started_at = crate::live::now_iso();
-    if cancel.load(Ordering::SeqCst) {
+    let flag = cancel.load(Ordering::SeqCst);
+    if flag != NOT_CANCELLED {
         let _ = std::fs::remove_file(&input_path);
         let _ = std::fs::remove_file(&bridge);
         let outcome = read_child_events("");
         let ended = Ended {
             status: "cancelled",
-            error: Some(CANCELLED_ERROR.to_string()),
+            error: Some(cancel_error(flag).to_string()),
             started_at,
             duration_ms: 0,
             payload_hashes: Vec::new(),
@@ -575,6 +738,19 @@ pub fn execute(
         "cannot start the child Pi (set PI_FORGE_PI to Pi's executable, or put `pi` on PATH)",
     )?;
     let pid = child.id();
+    // Kept until the group is gone: a server that starts after a crash finds and kills it.
+    let _ = register_child(&folder, pid, prepared, &approval, &started_at);
+    let checked = Arc::new(Mutex::new(Checked::default()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let checker = {
+        let checked = Arc::clone(&checked);
+        let done = Arc::clone(&done);
+        let folder = folder.clone();
+        let verifier = RequestVerifier::new(ApprovedRequest::from_plan(plan));
+        std::thread::spawn(move || {
+            serve_checks(listener, nonce, verifier, pid, folder, checked, done)
+        })
+    };
     let mut stdout = child.stdout.take().context("child stdout")?;
     let mut stderr = child.stderr.take().context("child stderr")?;
     let out_reader = std::thread::spawn(move || {
@@ -589,14 +765,19 @@ pub fn execute(
     });
     let deadline = started + Duration::from_millis(prepared.timeout_ms);
     let mut timed_out = false;
-    let mut cancelled = false;
+    let mut cancelled = NOT_CANCELLED;
     loop {
         if child.try_wait()?.is_some() {
             break;
         }
         cancelled = cancel.load(Ordering::SeqCst);
         timed_out = Instant::now() >= deadline;
-        if cancelled || timed_out {
+        let refused = checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .mismatch
+            .is_some();
+        if cancelled != NOT_CANCELLED || timed_out || refused {
             kill_group(pid);
             let _ = child.wait();
             break;
@@ -605,6 +786,11 @@ pub fn execute(
     }
     // The whole group goes, also when the child itself exited first.
     kill_group(pid);
+    let _ = std::fs::remove_file(folder.join(CHILD_FILE));
+    done.store(true, Ordering::SeqCst);
+    // Wakes the checker if it waits for a connection.
+    let _ = TcpStream::connect(("127.0.0.1", check_port));
+    let _ = checker.join();
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
     let duration_ms = started.elapsed().as_millis() as u64;
@@ -622,25 +808,20 @@ pub fn execute(
         outcome.thinking_level = Some(level);
     }
     let _ = std::fs::remove_file(&facts_path);
-    let recorded = std::fs::read_to_string(&payloads).unwrap_or_default();
-    let mut payload_hashes = Vec::new();
-    let mut mismatch = None;
-    for line in recorded.lines().filter(|l| !l.is_empty()) {
-        payload_hashes.push(sha256_hex(line.as_bytes()));
-        match json::parse_str(line) {
-            Ok(payload) => {
-                if let Err(e) = verify_payload(plan, &payload) {
-                    mismatch.get_or_insert(e);
-                }
-            }
-            Err(e) => {
-                mismatch.get_or_insert(format!("a recorded request is not JSON: {e}"));
-            }
-        }
-    }
+    let (payload_hashes, mismatch) = {
+        let mut state = checked.lock().unwrap_or_else(|e| e.into_inner());
+        (std::mem::take(&mut state.hashes), state.mismatch.take())
+    };
     let mut committed = None;
-    let (status, error) = if cancelled {
-        ("cancelled", Some(CANCELLED_ERROR.to_string()))
+    let (status, error) = if let Some(e) = mismatch {
+        (
+            "payload_mismatch",
+            Some(format!(
+                "payload_mismatch: {e}; the child was stopped before the request was sent."
+            )),
+        )
+    } else if cancelled != NOT_CANCELLED {
+        ("cancelled", Some(cancel_error(cancelled).to_string()))
     } else if timed_out {
         (
             "timed-out",
@@ -649,8 +830,6 @@ pub fn execute(
                 prepared.timeout_ms / 1_000
             )),
         )
-    } else if let Some(e) = mismatch {
-        ("failed", Some(format!("payload_mismatch: {e}")))
     } else if payload_hashes.is_empty() {
         (
             "failed",
@@ -835,6 +1014,167 @@ fn kill_group(pid: u32) {
     }
     #[cfg(not(unix))]
     let _ = pid;
+}
+
+/// The file in a run's folder that names its running child (`pid`, `pgid`, the start times of
+/// the child and of the pi-forge process that owns it, and the run's record so far). It exists
+/// only while the child's group may be alive.
+pub const CHILD_FILE: &str = "child.json";
+
+/// Why a run whose owner died is recorded as `orphaned`.
+pub const ORPHANED_ERROR: &str = "orphaned: the pi-forge process that ran this child ended without stopping it (killed or crashed); the next pi-forge server killed its process group.";
+
+/// A process's start time (clock ticks since boot) and process group from `/proc/<pid>/stat`.
+fn proc_stat(pid: u32) -> Option<(u64, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let pgid = fields.get(2)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((start, pgid))
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+fn register_child(
+    folder: &Path,
+    pid: u32,
+    prepared: &HostPlan,
+    approval: &RunApproval,
+    started_at: &str,
+) -> Result<()> {
+    let plan = &prepared.plan;
+    let record = RunRecord {
+        schema_version: 1,
+        run_id: plan.run_id.clone(),
+        request_id: plan.request_id.clone(),
+        profile_id: plan.profile.profile_id.to_string(),
+        backend_id: backend().to_string(),
+        status: "running".into(),
+        error: None,
+        model: format!("{}/{}", plan.model.provider, plan.model.id),
+        thinking_level: plan.thinking_level.clone(),
+        used_thinking_level: None,
+        effective_tools: plan.effective_tool_names.clone(),
+        execution_fingerprint: plan.execution_fingerprint.clone(),
+        conversation_fingerprint: plan.conversation_fingerprint.clone(),
+        approval: approval.clone(),
+        started_at: started_at.to_string(),
+        launch_nonce: None,
+        duration_ms: 0,
+        usage: None,
+        turns: 0,
+        tool_calls: 0,
+        payload_sha256: Vec::new(),
+        answer_sha256: sha256_hex(b""),
+        result_max_chars: plan
+            .result_projection
+            .get("maxChars")
+            .and_then(Value::as_u64),
+        answer_bytes: 0,
+    };
+    let owner = std::process::id();
+    let entry = json!({
+        "pid": pid,
+        "pgid": pid,
+        "startTime": proc_stat(pid).map(|s| s.0),
+        "bridge": folder.join("bridge.ts").display().to_string(),
+        "ownerPid": owner,
+        "ownerStartTime": proc_stat(owner).map(|s| s.0),
+        "record": serde_json::to_value(&record).context("the run record")?,
+    });
+    write_private(&folder.join(CHILD_FILE), json::to_pretty(&entry).as_bytes())
+}
+
+/// Whether the process group `pgid` recorded in `entry` is still this run's child: its leader
+/// runs with the recorded start time and the run's bridge on its command line, or the leader is
+/// gone and processes of the group remain (a group id is not reused while the group has
+/// members). A reused pid never matches.
+fn group_is_ours(entry: &Value) -> Option<u32> {
+    let pgid = u32::try_from(entry["pgid"].as_u64()?).ok()?;
+    let bridge = entry["bridge"].as_str()?;
+    match proc_stat(pgid) {
+        Some((start, group)) => {
+            let same = Some(start) == entry["startTime"].as_u64()
+                && group == pgid
+                && cmdline(pgid).contains(bridge);
+            same.then_some(pgid)
+        }
+        None => {
+            let members = std::fs::read_dir("/proc")
+                .ok()?
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .any(|pid| proc_stat(pid).is_some_and(|(_, g)| g == pgid));
+            members.then_some(pgid)
+        }
+    }
+}
+
+/// Finds the runs of `project` whose child outlived the pi-forge process that ran it (killed,
+/// crashed), kills each one's process group and records the run as `orphaned`. Runs whose owner
+/// still runs (another server, a terminal `pi-forge agent run`) are left alone. Returns the run
+/// ids it marked.
+pub fn sweep_orphans(project: &Path) -> Vec<String> {
+    let mut marked = Vec::new();
+    for entry in std::fs::read_dir(runs_dir(project))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let folder = entry.path();
+        let Some(child) = std::fs::read(folder.join(CHILD_FILE))
+            .ok()
+            .and_then(|b| json::parse_bytes(&b).ok())
+        else {
+            continue;
+        };
+        let owner_alive = child["ownerPid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .and_then(proc_stat)
+            .is_some_and(|(start, _)| Some(start) == child["ownerStartTime"].as_u64());
+        if owner_alive {
+            continue;
+        }
+        if let Some(pgid) = group_is_ours(&child) {
+            kill_group(pgid);
+        }
+        let mut record = child["record"].clone();
+        if folder.join("result.json").exists() || !record.is_object() {
+            let _ = std::fs::remove_file(folder.join(CHILD_FILE));
+            continue;
+        }
+        let run_id = record["runId"].as_str().unwrap_or_default().to_string();
+        record["status"] = json!("orphaned");
+        record["error"] = json!(ORPHANED_ERROR);
+        if let Ok(started) =
+            chrono::DateTime::parse_from_rfc3339(record["startedAt"].as_str().unwrap_or_default())
+        {
+            let ms = (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_milliseconds();
+            record["durationMs"] = json!(ms.max(0));
+        }
+        let _ = write_private(&folder.join("answer.txt"), b"");
+        if write_private(
+            &folder.join("result.json"),
+            json::to_pretty(&record).as_bytes(),
+        )
+        .is_ok()
+        {
+            let _ = std::fs::remove_file(folder.join(CHILD_FILE));
+            for name in ["child-input.json", "bridge.ts"] {
+                let _ = std::fs::remove_file(folder.join(name));
+            }
+            eprintln!("pi-forge: run {run_id} was orphaned; its process group was killed");
+            marked.push(run_id);
+        }
+    }
+    marked
 }
 
 fn print_record(record: &Value) {

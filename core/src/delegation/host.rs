@@ -3,8 +3,8 @@
 //!
 //! The one backend we ship is `pi-subprocess-readonly`: a clean child `pi --mode json` with only
 //! the read-only candidate tools (read, grep, find, ls), the exact model and thinking level, and
-//! a small child bridge that forces the approved system prompt and messages and records every
-//! provider payload. It runs as the same OS user ("shared-user, not an OS sandbox").
+//! a small child bridge that forces the approved system prompt and messages and hands every
+//! provider payload to the host before it is sent ([`super::verify`] checks it). It runs as the same OS user ("shared-user, not an OS sandbox").
 //!
 //! Ids, the clock and the loaded settings are inputs; the server draws them and owns processes
 //! and files.
@@ -298,68 +298,6 @@ fn text_of(content: &Value) -> String {
             .collect(),
         _ => String::new(),
     }
-}
-
-/// Checks a provider payload the child recorded (OpenAI-compatible `messages` and `tools`)
-/// against the approved plan: the first message is the approved system prompt, the approved
-/// messages follow in order with the same roles and text, and the declared tools are exactly the
-/// approved ones. Later requests of the run (after tool calls) may only append to that prefix.
-pub fn verify_payload(plan: &SealedPlan, payload: &Value) -> Result<(), String> {
-    let Some(messages) = payload.get("messages").and_then(Value::as_array) else {
-        return Err("the recorded request has no messages array (unsupported provider API)".into());
-    };
-    let first = messages
-        .first()
-        .ok_or("the recorded request has no messages")?;
-    if first.get("role").and_then(Value::as_str) != Some("system")
-        || text_of(first.get("content").unwrap_or(&Value::Null)) != plan.system_prompt
-    {
-        return Err("the system prompt sent differs from the approved one".into());
-    }
-    let approved = portable_messages(&plan.messages);
-    if messages.len() < approved.len() + 1 {
-        return Err("the request sent fewer messages than were approved".into());
-    }
-    for (i, (sent, want)) in messages[1..].iter().zip(&approved).enumerate() {
-        let same_role = sent.get("role") == want.get("role");
-        let same_text = text_of(sent.get("content").unwrap_or(&Value::Null))
-            == text_of(want.get("content").unwrap_or(&Value::Null));
-        if !same_role || !same_text {
-            return Err(format!(
-                "message {} sent differs from the approved one",
-                i + 1
-            ));
-        }
-    }
-    let mut declared: Vec<&str> = payload
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| {
-                    t.pointer("/function/name")
-                        .or_else(|| t.get("name"))
-                        .and_then(Value::as_str)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut approved_tools: Vec<&str> = plan
-        .effective_tool_names
-        .iter()
-        .map(String::as_str)
-        .collect();
-    declared.sort_unstable();
-    approved_tools.sort_unstable();
-    if declared != approved_tools {
-        return Err(format!(
-            "the request declared the tools [{}], the plan approved [{}]",
-            declared.join(", "),
-            approved_tools.join(", ")
-        ));
-    }
-    Ok(())
 }
 
 /// How a child run ended, read from its JSON-mode event stream.

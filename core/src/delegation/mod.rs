@@ -12,6 +12,7 @@
 //! - [`approval`] — D8 authorization decision, approval receipt and the stale-approval check;
 //! - [`response`] — D9 `AgentResponse` status matrix and D10 parent projection / report sanitizer;
 //! - [`run`] — E1 `subagent_run` arguments (closed schema) and the route pin;
+//! - [`verify`] — the check of each provider request a child is about to send, against the plan;
 //! - [`result`] — E2 result package (blocks, per-block and aggregate SHA-256), verification and the
 //!   E3 failure taxonomy.
 //!
@@ -31,6 +32,7 @@ pub mod response;
 pub mod result;
 pub mod run;
 pub mod snapshot;
+pub mod verify;
 
 use serde_json::{Map, Value};
 

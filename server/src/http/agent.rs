@@ -11,8 +11,8 @@
 //! kills the child's process group). A plan nobody decides on within [`APPROVAL_WAIT`] is
 //! cancelled.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
 use forge_core::runtime::Clock;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, watch, Notify, Semaphore};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_json, ok_typed, typed_response, HostBody, JsonBody};
@@ -66,16 +66,25 @@ struct Pending {
 struct Active {
     /// What `GET /api/agent/runs` shows until the record is written.
     summary: ActiveRun,
-    cancel: Arc<AtomicBool>,
+    /// [`agent::NOT_CANCELLED`], or why the run is cancelled.
+    cancel: Arc<AtomicU8>,
+    /// Wakes a queued run to record its cancellation.
+    wake: Arc<Notify>,
 }
+
+/// How many withdrawn plan ids are remembered (to answer `plan_withdrawn` rather than 404).
+const WITHDRAWN_KEPT: usize = 256;
 
 /// The one owner of plans waiting for a person and of the runs in progress.
 pub struct AgentHub {
     pending: Mutex<HashMap<String, Pending>>,
+    /// Plans whose request ended before anyone decided (newest last).
+    withdrawn: Mutex<VecDeque<String>>,
     active: Mutex<HashMap<String, Active>>,
-    /// Children running now (at most the settings' `maxConcurrentRuns`).
-    slots: Mutex<usize>,
-    slot_freed: Notify,
+    /// The run slots: `maxConcurrentRuns` permits, each held by a run's own task (never by an
+    /// HTTP request) from the moment its child may start until the child's group is gone. A
+    /// new limit in subagents.json makes a new semaphore for the runs approved after it.
+    slots: Mutex<(usize, Arc<Semaphore>)>,
     /// How many plans wait, how many runs are in progress and how many ended; the
     /// `agent-plans` event follows it.
     count: watch::Sender<AgentPlansEvent>,
@@ -85,27 +94,23 @@ impl Default for AgentHub {
     fn default() -> Self {
         AgentHub {
             pending: Mutex::new(HashMap::new()),
+            withdrawn: Mutex::new(VecDeque::new()),
             active: Mutex::new(HashMap::new()),
-            slots: Mutex::new(0),
-            slot_freed: Notify::new(),
+            slots: Mutex::new((0, Arc::new(Semaphore::new(0)))),
             count: watch::channel(AgentPlansEvent::default()).0,
         }
     }
 }
 
-/// A child slot, given back when dropped.
-struct Slot<'a>(&'a AgentHub);
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        let mut used = self.0.slots.lock().unwrap_or_else(|e| e.into_inner());
-        *used = used.saturating_sub(1);
-        drop(used);
-        self.0.slot_freed.notify_waiters();
-    }
-}
-
 impl AgentHub {
+    /// The hub of a server that starts in `project`: runs whose child outlived the pi-forge
+    /// process that ran it (SIGKILL, a crash) have their process group killed and are recorded
+    /// as `orphaned` first ([`agent::sweep_orphans`]).
+    pub fn starting(project: &std::path::Path) -> AgentHub {
+        agent::sweep_orphans(project);
+        AgentHub::default()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -114,27 +119,53 @@ impl AgentHub {
         self.active.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until fewer than `limit` children run (or the run is cancelled while it waits).
-    async fn slot(&self, limit: usize, cancel: &AtomicBool) -> Slot<'_> {
-        loop {
-            let freed = self.slot_freed.notified();
-            tokio::pin!(freed);
-            freed.as_mut().enable();
-            {
-                let mut used = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-                if *used < limit.max(1) || cancel.load(Ordering::SeqCst) {
-                    *used += 1;
-                    return Slot(self);
-                }
-            }
-            freed.await;
+    /// The semaphore of `limit` run slots.
+    fn semaphore(&self, limit: usize) -> Arc<Semaphore> {
+        let limit = limit.max(1);
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.0 != limit {
+            *slots = (limit, Arc::new(Semaphore::new(limit)));
+        }
+        Arc::clone(&slots.1)
+    }
+
+    /// Withdraws a waiting plan whose request ended: it can no longer be approved.
+    fn withdraw(&self, run_id: &str) {
+        if self.remove(run_id).is_none() {
+            return;
+        }
+        let mut withdrawn = self.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
+        withdrawn.push_back(run_id.to_string());
+        while withdrawn.len() > WITHDRAWN_KEPT {
+            withdrawn.pop_front();
         }
     }
 
+    fn was_withdrawn(&self, run_id: &str) -> bool {
+        self.withdrawn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|r| r == run_id)
+    }
+
     /// Marks an approved run as in progress (`status` queued or running).
-    fn set_active(&self, run_id: &str, summary: ActiveRun, cancel: Arc<AtomicBool>) {
+    fn set_active(
+        &self,
+        run_id: &str,
+        summary: ActiveRun,
+        cancel: Arc<AtomicU8>,
+        wake: Arc<Notify>,
+    ) {
         let mut map = self.active();
-        map.insert(run_id.to_string(), Active { summary, cancel });
+        map.insert(
+            run_id.to_string(),
+            Active {
+                summary,
+                cancel,
+                wake,
+            },
+        );
         let count = map.len() as u64;
         self.count.send_modify(|e| e.running = count);
     }
@@ -279,7 +310,9 @@ async fn approve(
         .map_err(|e| ApiError::bad_request(format!("Malformed approval: {e}.")))?;
     let (profile, task, ids, clock, parent, sealed) = {
         let pending = state.agents.lock();
-        let p = pending.get(&run).ok_or_else(|| unknown_plan(&run))?;
+        let p = pending
+            .get(&run)
+            .ok_or_else(|| missing_plan(&state.agents, &run))?;
         (
             p.profile.clone(),
             p.task.clone(),
@@ -311,8 +344,8 @@ async fn approve(
         .lock()
         .get_mut(&run)
         .and_then(|p| p.decide.take())
-        .ok_or_else(|| unknown_plan(&run))?;
-    let _ = sender.send(Decision::Approve {
+        .ok_or_else(|| missing_plan(&state.agents, &run))?;
+    let sent = sender.send(Decision::Approve {
         viewed: body.viewed_full_prompt,
         from: if body.from.as_deref() == Some("pi") {
             "pi"
@@ -320,6 +353,11 @@ async fn approve(
             "web"
         },
     });
+    if sent.is_err() {
+        // The request waiting for the decision is gone: nothing will run.
+        state.agents.withdraw(&run);
+        return Err(withdrawn_plan(&run));
+    }
     Ok(ok_typed(&PlanDecided {
         ok: true,
         run_id: run,
@@ -333,8 +371,11 @@ async fn reject(State(state): State<AppState>, Path(run): Path<String>) -> ApiRe
         .lock()
         .get_mut(&run)
         .and_then(|p| p.decide.take())
-        .ok_or_else(|| unknown_plan(&run))?;
-    let _ = sender.send(Decision::Reject);
+        .ok_or_else(|| missing_plan(&state.agents, &run))?;
+    if sender.send(Decision::Reject).is_err() {
+        state.agents.withdraw(&run);
+        return Err(withdrawn_plan(&run));
+    }
     Ok(ok_typed(&PlanDecided {
         ok: true,
         run_id: run,
@@ -596,10 +637,17 @@ async fn host_subagent(
 /// Asks Pi to show the review, waits for a person's decision, runs an approved plan and says
 /// what the parent model receives: `{ok, runId, text, record?}`.
 async fn decide_and_run(
-    state: &ServerState,
+    state: &AppState,
     run_id: &str,
     rx: oneshot::Receiver<Decision>,
 ) -> ApiResult<Value> {
+    // If this future is dropped while the plan waits (the caller went away), the plan is
+    // withdrawn: approving it later answers 410 `plan_withdrawn`, never `ok` with nothing run.
+    let mut guard = Withdraw {
+        state,
+        run_id,
+        armed: true,
+    };
     // Unattended mode (`allowAgentInvocationWithoutApproval` in a trusted project's
     // subagents.json, §D8): no review, recorded as such in the receipt.
     let unattended = state
@@ -608,6 +656,7 @@ async fn decide_and_run(
         .get(run_id)
         .is_some_and(|p| p.plan.settings.unattended);
     if unattended {
+        guard.armed = false;
         let Some(pending) = state.agents.remove(run_id) else {
             return Err(unknown_plan(run_id));
         };
@@ -644,6 +693,7 @@ async fn decide_and_run(
         });
     }
     let decision = tokio::time::timeout(APPROVAL_WAIT, rx).await;
+    guard.armed = false;
     let mut dismiss = serde_json::Map::new();
     dismiss.insert("runId".into(), json!(run_id));
     let live = Arc::clone(&state.live);
@@ -667,16 +717,98 @@ async fn decide_and_run(
     run_approved(state, run_id, pending, approval).await
 }
 
-/// Runs an approved plan (at most `maxConcurrentRuns` children at once; a later one is
-/// `queued` until a slot frees) and says what the parent receives.
+/// Withdraws the plan of a `decide_and_run` future dropped before a decision.
+struct Withdraw<'a> {
+    state: &'a AppState,
+    run_id: &'a str,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.state.agents.withdraw(self.run_id);
+        let mut dismiss = serde_json::Map::new();
+        dismiss.insert("runId".into(), json!(self.run_id));
+        let live = Arc::clone(&self.state.live);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = live.command("dismissPlan", dismiss).await;
+            });
+        }
+    }
+}
+
+/// The 404 of an unknown plan, or 410 `plan_withdrawn` for one whose request ended first.
+fn missing_plan(hub: &AgentHub, run: &str) -> ApiError {
+    if hub.was_withdrawn(run) {
+        withdrawn_plan(run)
+    } else {
+        unknown_plan(run)
+    }
+}
+
+fn withdrawn_plan(run: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::GONE,
+        "plan_withdrawn",
+        format!(
+            "Plan {run} was withdrawn: the request that asked for it ended before anyone decided (its caller went away), so nothing will run. Ask for the subagent again."
+        ),
+    )
+}
+
+/// Runs an approved plan and says what the parent receives. The run lives in its own task: it
+/// waits for one of the `maxConcurrentRuns` slots (`queued`, at most the run's own timeout, then
+/// it ends as `failed` with `queue_timeout`), holds the slot until its child's process group is
+/// gone, and writes its record, also when the request that started it was dropped meanwhile.
+/// When the server stops, a queued run never starts and a running child is killed at once.
 async fn run_approved(
-    state: &ServerState,
+    state: &AppState,
     run_id: &str,
     pending: Pending,
     approval: RunApproval,
 ) -> ApiResult<Value> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let plan = pending.plan;
+    let (tx, rx) = oneshot::channel();
+    let task_state = Arc::clone(state);
+    let task_run = run_id.to_string();
+    tokio::spawn(async move {
+        let record = run_task(&task_state, &task_run, pending.plan, approval).await;
+        task_state.agents.clear_active(&task_run);
+        task_state.agents.finished();
+        let _ = tx.send(record);
+    });
+    let record = rx
+        .await
+        .map_err(|_| ApiError::internal("the run's task ended without a record"))??;
+    let (completed, text) = parent_text(&state.project, run_id, &record);
+    Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
+}
+
+/// Resolves when the server shuts down (never, if nothing can stop it).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    if shutdown.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Why a queued run did not get a slot.
+enum Unstarted {
+    Waited,
+    Cancelled(u8),
+}
+
+/// The run itself, in its own task (see [`run_approved`]).
+async fn run_task(
+    state: &AppState,
+    run_id: &str,
+    plan: HostPlan,
+    approval: RunApproval,
+) -> ApiResult<Value> {
+    let cancel = Arc::new(AtomicU8::new(agent::NOT_CANCELLED));
+    let wake = Arc::new(Notify::new());
     state.agents.set_active(
         run_id,
         ActiveRun {
@@ -689,23 +821,65 @@ async fn run_approved(
             approval: approval.clone(),
         },
         Arc::clone(&cancel),
+        Arc::clone(&wake),
     );
     let limit = agent::SubagentsFiles::read(&paths(state)).max_concurrent_runs(state.ws.trusted());
-    let slot = state.agents.slot(limit, &cancel).await;
-    state.agents.set_status(run_id, "running");
+    let semaphore = state.agents.semaphore(limit);
+    let wait = Duration::from_millis(plan.timeout_ms);
+    let mut shutdown = state.shutdown.clone();
+    let acquired = tokio::select! {
+        permit = tokio::time::timeout(wait, semaphore.acquire_owned()) => match permit {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(Unstarted::Waited),
+        },
+        () = wake.notified() => Err(Unstarted::Cancelled(cancel.load(Ordering::SeqCst))),
+        () = stopped(&mut shutdown) => Err(Unstarted::Cancelled(agent::CANCELLED_BY_SHUTDOWN)),
+    };
     let project = state.project.clone();
-    let flag = Arc::clone(&cancel);
-    let record =
-        tokio::task::spawn_blocking(move || agent::execute(&project, &plan, approval, &flag))
+    let permit = match acquired {
+        Ok(permit) => permit,
+        Err(why) => {
+            let (status, error) = match why {
+                Unstarted::Waited => (
+                    "failed",
+                    format!(
+                        "queue_timeout: no run slot freed within {} s (maxConcurrentRuns is {limit}, and that many runs were still running); the child never started.",
+                        plan.timeout_ms / 1_000
+                    ),
+                ),
+                Unstarted::Cancelled(agent::CANCELLED_BY_SHUTDOWN) => {
+                    ("cancelled", agent::SERVER_STOPPED_ERROR.to_string())
+                }
+                Unstarted::Cancelled(_) => ("cancelled", agent::CANCELLED_ERROR.to_string()),
+            };
+            return tokio::task::spawn_blocking(move || {
+                agent::record_unstarted(&project, &plan, approval, status, error)
+            })
             .await
-            .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")));
-    drop(slot);
-    state.agents.clear_active(run_id);
-    state.agents.finished();
-    let record =
-        record?.map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))?;
-    let (completed, text) = parent_text(&state.project, run_id, &record);
-    Ok(json!({"ok": completed, "runId": run_id, "text": text, "record": record}))
+            .map_err(|e| ApiError::internal(format!("the run record panicked: {e}")))?
+            .map_err(|e| {
+                ApiError::internal(format!("the run record could not be written: {e:#}"))
+            });
+        }
+    };
+    state.agents.set_status(run_id, "running");
+    let flag = Arc::clone(&cancel);
+    // The permit moves into the blocking closure: the slot is given back only when `execute`
+    // returned, that is when the child's process group was killed.
+    let mut blocking = tokio::task::spawn_blocking(move || {
+        let _slot = permit;
+        agent::execute(&project, &plan, approval, &flag)
+    });
+    let joined = tokio::select! {
+        joined = &mut blocking => joined,
+        () = stopped(&mut shutdown) => {
+            cancel.store(agent::CANCELLED_BY_SHUTDOWN, Ordering::SeqCst);
+            blocking.await
+        }
+    };
+    joined
+        .map_err(|e| ApiError::internal(format!("the child run panicked: {e}")))?
+        .map_err(|e| ApiError::internal(format!("the child run could not start: {e:#}")))
 }
 
 /// What the parent model reads about an ended run: the verified answer (a reference with its
@@ -796,11 +970,11 @@ async fn host_subagent_result(
 /// an unknown run.
 async fn cancel_run(State(state): State<AppState>, Path(run): Path<String>) -> ApiResult<Response> {
     let status = state.agents.active().get(&run).map(|a| {
-        a.cancel.store(true, Ordering::SeqCst);
+        a.cancel.store(agent::CANCELLED_BY_PERSON, Ordering::SeqCst);
+        // A queued run wakes up to record its cancellation.
+        a.wake.notify_one();
         a.summary.status.clone()
     });
-    // A queued run wakes up to record its cancellation.
-    state.agents.slot_freed.notify_waiters();
     match status {
         Some(status) => Ok(ok_typed(&RunCancelled {
             ok: true,

@@ -90,6 +90,8 @@ impl ServerState {
         global: PathBuf,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> ServerState {
+        // Children a killed or crashed server left running are stopped before anything else.
+        let agents = Arc::new(agent::AgentHub::starting(&project));
         ServerState {
             ws,
             port,
@@ -110,7 +112,7 @@ impl ServerState {
             shutdown,
             views: viewcache::ViewCache::default(),
             capability_lock: tokio::sync::Mutex::new(()),
-            agents: Arc::new(agent::AgentHub::default()),
+            agents,
         }
     }
 
