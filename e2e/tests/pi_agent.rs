@@ -22,12 +22,18 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
 }
 
-/// The command lines of the running processes that name `path` (a run's folder).
+/// The command lines and environments of the running processes that name `path` (a run's
+/// folder). Pi rewrites its command line to `pi` (`process.title`); the child's environment
+/// keeps `PI_FORGE_CHILD_INPUT` with the folder.
 fn processes_naming(path: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter_map(|e| {
+            let mut seen = std::fs::read(e.path().join("cmdline")).ok()?;
+            seen.extend(std::fs::read(e.path().join("environ")).unwrap_or_default());
+            Some(seen)
+        })
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains(path))
         .collect()

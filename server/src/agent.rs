@@ -1035,9 +1035,15 @@ fn proc_stat(pid: u32) -> Option<(u64, u32)> {
     Some((start, pgid))
 }
 
-fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+/// A process's environment as `NAME=value` entries (Pi rewrites its command line through
+/// `process.title`, its environment stays as it was started).
+fn environ(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|e| {
+            e.split(|b| *b == 0)
+                .map(|v| String::from_utf8_lossy(v).to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -1083,7 +1089,7 @@ fn register_child(
         "pid": pid,
         "pgid": pid,
         "startTime": proc_stat(pid).map(|s| s.0),
-        "bridge": folder.join("bridge.ts").display().to_string(),
+        "input": folder.join("child-input.json").display().to_string(),
         "ownerPid": owner,
         "ownerStartTime": proc_stat(owner).map(|s| s.0),
         "record": serde_json::to_value(&record).context("the run record")?,
@@ -1092,17 +1098,18 @@ fn register_child(
 }
 
 /// Whether the process group `pgid` recorded in `entry` is still this run's child: its leader
-/// runs with the recorded start time and the run's bridge on its command line, or the leader is
+/// runs with the recorded start time and `PI_FORGE_CHILD_INPUT` naming this run's input in its
+/// environment, or the leader is
 /// gone and processes of the group remain (a group id is not reused while the group has
 /// members). A reused pid never matches.
 fn group_is_ours(entry: &Value) -> Option<u32> {
     let pgid = u32::try_from(entry["pgid"].as_u64()?).ok()?;
-    let bridge = entry["bridge"].as_str()?;
+    let input = format!("PI_FORGE_CHILD_INPUT={}", entry["input"].as_str()?);
     match proc_stat(pgid) {
         Some((start, group)) => {
             let same = Some(start) == entry["startTime"].as_u64()
                 && group == pgid
-                && cmdline(pgid).contains(bridge);
+                && environ(pgid).contains(&input);
             same.then_some(pgid)
         }
         None => {
