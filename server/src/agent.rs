@@ -6,7 +6,8 @@
 //! extensions, skills, prompt templates, themes or context files, offline, the exact model and
 //! thinking level, only the approved tools) with the child bridge (`assets/pi-child/bridge.ts`).
 //! The child's process group is killed on timeout. Success comes from the final `stopReason` and
-//! a committed answer; every provider request the child recorded is checked against the plan.
+//! a committed answer; every provider request of the child is checked against the plan before it
+//! is sent (forge-core `delegation::verify`), and a mismatch stops the child (`payload_mismatch`).
 //!
 //! Each run is kept in `<project>/.pi/forge/runs/<run id>/`: `plan.json`, `result.json` and
 //! `answer.txt`; `result` prints an answer only when its SHA-256 matches `result.json`.
