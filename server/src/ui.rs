@@ -553,8 +553,10 @@ async fn serve_async(
     let state = Arc::new(ServerState::new(
         Arc::clone(&ws),
         port,
-        token,
-        new_token()?,
+        http::security::Secrets {
+            token,
+            cookie: new_token()?,
+        },
         demo,
         paths.project.clone(),
         paths.global.clone(),

@@ -55,6 +55,13 @@ pub fn cookie_name(port: u16) -> String {
     format!("pi_forge_token_{port}")
 }
 
+/// The two secrets of one server: the API token (in the launch link, `--print-token` and the
+/// state file) and the cookie value, which only the token exchange hands out.
+pub struct Secrets {
+    pub token: String,
+    pub cookie: String,
+}
+
 /// 24 random bytes, base64url without padding: the API token and the cookie value.
 pub fn new_secret() -> Result<String, getrandom::Error> {
     use base64::Engine as _;
