@@ -1331,6 +1331,156 @@ fn budget_covers_the_system_prompt_and_finalize() {
     assert_eq!(finalize(&rules, &assistant(&text)), None);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Nested empty loops and the backtrack stack cap (issue 34)
+
+/// What one rule does to `text` through `try_rule`, the compiler's own pipeline and budget.
+fn trial(pattern: &str, flags: &str, replace: &str, text: &str) -> forge_core::rewrite::RuleTrial {
+    let raw = json!({ "pattern": pattern, "flags": flags, "replace": replace });
+    forge_core::rewrite::try_rule(raw.as_object().unwrap(), text).unwrap()
+}
+
+#[test]
+fn nested_empty_loops_give_the_javascript_answer() {
+    // A history rule without its prefilter, so the engine tries every position from the start
+    // (with it, `Bb` missing from `--s` would skip the engine, and `--s Bb` would start at 4).
+    let run = |pattern: &str, flags: &str, replace: &str, text: &str| {
+        let rules: Vec<Rule> = load(json!([{
+            "id": "r", "stage": "history", "pattern": pattern, "flags": flags, "replace": replace
+        }]))
+        .into_iter()
+        .map(Rule::without_prefilter)
+        .collect();
+        let (messages, diagnostics) = apply_history(&rules, vec![user(text)]);
+        (text_of(&messages[0]), diagnostics)
+    };
+    let matched = |n: usize| {
+        vec![info(&format!(
+            "Regex rule r matched {n} time(s) and changed 1 text segment(s) in history/messages."
+        ))]
+    };
+    // Each expected text is what node 22 gives for `text.replace(/pattern/flags, replace)`.
+    // Unpatched regress 0.12 never returned on the first two: with the budget they took all
+    // 20,000,000 steps and ended with the budget error; without it, memory until abort.
+    assert_eq!(
+        run("(?:(?:-?)?){2}Bb", "", "<$&>", "--s Bb"),
+        ("--s <Bb>".to_string(), matched(1))
+    );
+    assert_eq!(
+        run("((-*){1}){3}Bb", "", "<$&>", "--s"),
+        ("--s".to_string(), vec![])
+    );
+    // Where it matches at the first position, it still does, with JavaScript's captures.
+    assert_eq!(
+        run("(?:(?:-?)?){2}Bb", "", "<$&>", "--Bb"),
+        ("<--Bb>".to_string(), matched(1))
+    );
+    assert_eq!(
+        run("((-*){1}){3}Bb", "", "<$&|$1|$2>", "--Bb"),
+        ("<--Bb||>".to_string(), matched(1))
+    );
+    assert_eq!(
+        run("((-*){1}){3}Bb", "g", "<$&|$1|$2>", "--s Bb --Bb"),
+        ("--s <Bb||> <--Bb||>".to_string(), matched(2))
+    );
+    assert_eq!(
+        run("(?:(?:-?)?){2}Bb", "g", "<$&>", "--s Bb --Bb"),
+        ("--s <Bb> <--Bb>".to_string(), matched(2))
+    );
+}
+
+/// Runs `pattern` once on `text` in the engine with the rules' step budget and `stack_limit`:
+/// (match range, steps taken, budget spent, most backtrack states held).
+fn engine_run(
+    pattern: &str,
+    text: &str,
+    stack_limit: usize,
+) -> (Option<std::ops::Range<usize>>, u64, bool, usize) {
+    use forge_core::rewrite::RULE_STEP_BUDGET;
+    let re = regress::Regex::new(pattern).unwrap();
+    regress::budget::set(RULE_STEP_BUDGET);
+    regress::budget::set_stack_limit(stack_limit);
+    regress::budget::reset_stack_peak();
+    let found = re.find(text).map(|m| m.range());
+    let out = (
+        found,
+        RULE_STEP_BUDGET - regress::budget::remaining(),
+        regress::budget::exhausted(),
+        regress::budget::stack_peak(),
+    );
+    regress::budget::set(u64::MAX);
+    regress::budget::set_stack_limit(usize::MAX);
+    out
+}
+
+#[test]
+fn nested_empty_loops_end_in_a_few_steps_with_a_small_stack() {
+    use forge_core::rewrite::RULE_STACK_LIMIT;
+    // Exact step counts and stack peaks of the patched engine (backtrack states, the bottom
+    // marker included); unpatched, the first two took all 20,000,000 steps.
+    assert_eq!(
+        engine_run("(?:(?:-?)?){2}Bb", "--s Bb", RULE_STACK_LIMIT),
+        (Some(4..6), 74, false, 12)
+    );
+    assert_eq!(
+        engine_run("((-*){1}){3}Bb", "--s", RULE_STACK_LIMIT),
+        (None, 310, false, 29)
+    );
+    assert_eq!(
+        engine_run("(?:(?:-?)?){2}Bb", "--Bb", RULE_STACK_LIMIT),
+        (Some(0..4), 11, false, 12)
+    );
+}
+
+#[test]
+fn backtrack_stack_is_capped_within_the_budget() {
+    use forge_core::rewrite::RULE_STACK_LIMIT;
+    assert_eq!(RULE_STACK_LIMIT, 2_000_000);
+    assert_eq!(regress::budget::STACK_ENTRY_BYTES, 40);
+    // A failing `(?:a|b)*[cd]` holds three states per character it loops over (the class leaves
+    // the prefilter no literal, so the compiler runs the engine on texts without `c`): on a million `a`s
+    // the step budget alone lets the stack reach three million states (120 MB of states).
+    let text = "a".repeat(1_000_000);
+    assert_eq!(
+        engine_run("(?:a|b)*[cd]", &text, usize::MAX),
+        (None, 20_000_000, true, 3_000_005)
+    );
+    // With the cap the attempt stops at the cap (at most 3 states past it), and the budget is
+    // spent: the rest of the rule's matching fails at once.
+    let (found, _, spent, peak) = engine_run("(?:a|b)*[cd]", &text, RULE_STACK_LIMIT);
+    assert_eq!((found, spent, peak), (None, true, 2_000_000));
+    assert!(peak <= RULE_STACK_LIMIT + 3);
+
+    // The compiler sets the cap itself and reports it as the step budget's error.
+    regress::budget::reset_stack_peak();
+    let rules = load(json!([
+        { "id": "deep", "stage": "history", "pattern": "(?:a|b)*[cd]", "replace": "x" },
+        { "id": "after", "stage": "history", "pattern": "b", "replace": "c" },
+    ]));
+    let (messages, diagnostics) = apply_history(&rules, vec![user(&text), user("b")]);
+    assert_eq!(regress::budget::stack_peak(), 2_000_000);
+    assert_eq!(
+        diagnostics,
+        vec![
+            over_budget("deep", "history/messages"),
+            info("Regex rule after matched 1 time(s) and changed 1 text segment(s) in history/messages."),
+        ]
+    );
+    assert_eq!(text_of(&messages[0]), text);
+    assert_eq!(text_of(&messages[1]), "c");
+    assert!(
+        trial("(?:a|b)*[cd]", "", "x", &text).out_of_budget,
+        "try_rule runs within the same cap"
+    );
+    // Below the cap the same pattern still answers: 300,000 characters hold 900,005 states.
+    regress::budget::reset_stack_peak();
+    let shorter = format!("{}c", "a".repeat(300_000));
+    let trial = trial("(?:a|b)*[cd]", "", "x", &shorter);
+    assert_eq!((trial.matches, trial.out_of_budget), (1, false));
+    assert_eq!(trial.text, "x");
+    assert_eq!(regress::budget::stack_peak(), 900_005);
+}
+
 #[test]
 fn try_rule_gives_what_the_compiler_does_to_a_text() {
     use forge_core::rewrite::{try_rule, RuleTrial};

@@ -324,13 +324,23 @@ impl Stats {
 /// matches fail, and an error diagnostic names it (`Regex rule <id> exceeded its time budget …`).
 pub const RULE_STEP_BUDGET: u64 = 20_000_000;
 
-/// Runs `run` with a fresh [`RULE_STEP_BUDGET`] for the regex engine on this thread; true when
-/// the budget ran out. The engine is unlimited again afterwards.
+/// Backtrack states one match attempt of a rule may hold at once, part of the same budget: an
+/// attempt that reaches it spends the rule's steps and gets the same diagnostic. It bounds the
+/// engine's memory before the step limit: at most this many states plus three, of
+/// [`regress::budget::STACK_ENTRY_BYTES`] (40) bytes each, in a vector of at most 2^21 states
+/// (84 MB), where the step budget alone let a failing `(?:a|b)*c` on a long text reach 9 million
+/// states. `(.|\n)*` holds five states per character, so it still matches 400,000 characters.
+pub const RULE_STACK_LIMIT: usize = 2_000_000;
+
+/// Runs `run` with a fresh [`RULE_STEP_BUDGET`] and [`RULE_STACK_LIMIT`] for the regex engine on
+/// this thread; true when the budget ran out. The engine is unlimited again afterwards.
 fn within_budget<R>(run: impl FnOnce() -> R) -> (R, bool) {
     regress::budget::set(RULE_STEP_BUDGET);
+    regress::budget::set_stack_limit(RULE_STACK_LIMIT);
     let result = run();
     let spent = regress::budget::exhausted();
     regress::budget::set(u64::MAX);
+    regress::budget::set_stack_limit(usize::MAX);
     (result, spent)
 }
 

@@ -62,6 +62,13 @@ enum BacktrackInsn<Input: InputIndexer> {
     },
 }
 
+/// pi-forge patch: the size of one backtrack state, the unit of the budget's stack cap.
+pub(crate) const BACKTRACK_ENTRY_BYTES: usize = {
+    let utf8 = core::mem::size_of::<BacktrackInsn<Utf8Input<'static>>>();
+    let ascii = core::mem::size_of::<BacktrackInsn<AsciiInput<'static>>>();
+    if utf8 > ascii { utf8 } else { ascii }
+};
+
 #[derive(Debug, Default)]
 struct State<Position: PositionType> {
     loops: Vec<LoopData<Position>>,
@@ -73,6 +80,13 @@ pub(crate) struct MatchAttempter<'a, Input: InputIndexer> {
     re: &'a CompiledRegex,
     bts: Vec<BacktrackInsn<Input>>,
     s: State<Input::Position>,
+    /// pi-forge patch: the budget's backtrack stack cap, read when the matcher is created.
+    stack_limit: usize,
+    /// pi-forge patch: states held by the callers of a running lookaround (their stacks are
+    /// swapped out while it runs, and count against the same cap).
+    outer_held: usize,
+    /// pi-forge patch: the most states held so far, given to the budget when an attempt ends.
+    peak: usize,
 }
 
 impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
@@ -84,6 +98,9 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
                 loops: vec![LoopData::new(entry); re.loops as usize],
                 groups: vec![GroupData::new(); re.groups as usize],
             },
+            stack_limit: crate::budget::stack_limit(),
+            outer_held: 0,
+            peak: 0,
         }
     }
 
@@ -466,11 +483,14 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
         // TODO: consider using a stack-allocated array.
         let mut saved_bts = vec![BacktrackInsn::Exhausted];
         core::mem::swap(&mut self.bts, &mut saved_bts);
+        // pi-forge patch: the caller's states still count against the stack cap.
+        self.outer_held += saved_bts.len();
 
         // Enter into the lookaround's instruction stream.
         let matched = self.try_at_pos(*input, ip, pos, Dir::new()).is_some();
 
         // Put back our bts.
+        self.outer_held -= saved_bts.len();
         core::mem::swap(&mut self.bts, &mut saved_bts);
 
         // If we are a positive lookahead that successfully matched, retain the
@@ -625,7 +645,20 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
     }
 
     /// Attempt to match at a given IP and position.
+    /// pi-forge patch: a wrapper that gives the attempt's stack peak to the budget.
     fn try_at_pos<Dir: Direction>(
+        &mut self,
+        inp: Input,
+        ip: IP,
+        pos: Input::Position,
+        dir: Dir,
+    ) -> Option<Input::Position> {
+        let result = self.try_at_pos_inner(inp, ip, pos, dir);
+        crate::budget::record_stack_peak(self.peak);
+        result
+    }
+
+    fn try_at_pos_inner<Dir: Direction>(
         &mut self,
         inp: Input,
         mut ip: IP,
@@ -658,6 +691,16 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
 
                 // pi-forge patch: one step per instruction; a spent budget fails the attempt.
                 if !crate::budget::step() {
+                    self.bts.truncate(1);
+                    return None;
+                }
+                // pi-forge patch: a backtrack stack at its cap spends the budget and fails.
+                let held = self.outer_held + self.bts.len();
+                if held > self.peak {
+                    self.peak = held;
+                }
+                if held >= self.stack_limit {
+                    crate::budget::spend_all();
                     self.bts.truncate(1);
                     return None;
                 }
@@ -930,7 +973,17 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
 
                     Insn::EnterLoop(fields) => {
                         // Entering a loop, not re-entering it.
-                        self.s.loops.mat(fields.loop_id as usize).iters = 0;
+                        // pi-forge patch: save the loop's state before resetting it, so that
+                        // backtracking into an earlier entry of a loop nested in another loop
+                        // finds that entry's iteration count and start again. Upstream reset
+                        // `iters` unsaved: `(?:(?:-?)?){2}Bb` on `--s Bb` then re-ran the
+                        // inner loop's iterations forever, its backtrack stack growing.
+                        let loop_data = self.s.loops.mat(fields.loop_id as usize);
+                        self.bts.push(BacktrackInsn::SetLoopData {
+                            id: fields.loop_id,
+                            data: *loop_data,
+                        });
+                        loop_data.iters = 0;
                         match self.run_loop(fields, pos, ip) {
                             Some(next_ip) => {
                                 ip = next_ip;
