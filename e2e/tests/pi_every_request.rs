@@ -58,26 +58,6 @@ fn notes(pi: &pi::Pi) -> Vec<String> {
         .collect()
 }
 
-/// `pi-forge preview <key> --runtime <runtime> --json` → its `compiled` object.
-fn preview(ws: &Workspace, key: &str, runtime: &Value, name: &str) -> Value {
-    let file = ws.root.path().join(name);
-    std::fs::write(&file, runtime.to_string()).unwrap();
-    let out = ws.forge(&[
-        "preview",
-        key,
-        "--runtime",
-        &file.display().to_string(),
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
-    value["compiled"].clone()
-}
-
 /// The compiled messages as the OpenAI-style `(role, text)` pairs the model receives (Pi sends
 /// a `toolResult` as role `tool`).
 fn compiled_texts(compiled: &Value) -> Vec<(String, String)> {
@@ -121,16 +101,20 @@ fn every_request_of_a_tool_loop_carries_the_compiled_preset() {
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 4, "three tool calls and the answer");
 
+    // The redaction holds in every request, the follow-ups after tool results included.
+    for (k, sent) in bodies.iter().enumerate() {
+        let raw = String::from_utf8(serde_json::to_vec(sent).unwrap()).unwrap();
+        assert!(!raw.contains(SECRET), "request {} leaked: {raw}", k + 1);
+    }
+
     // The live conversation of the last request; request k saw its first 1 + 2(k-1) messages.
     let (_, runtime) = ws.api("GET", "/api/runtime", "");
     let conversation = runtime["messages"].as_array().unwrap().clone();
     assert_eq!(conversation.len(), 7, "{conversation:#?}");
     for (k, sent) in bodies.iter().enumerate() {
-        let raw = String::from_utf8(serde_json::to_vec(sent).unwrap()).unwrap();
-        assert!(!raw.contains(SECRET), "request {} leaked: {raw}", k + 1);
         let mut state = runtime.clone();
         state["messages"] = Value::Array(conversation[..1 + 2 * k].to_vec());
-        let compiled = preview(&ws, "project:loop", &state, &format!("runtime-{k}.json"));
+        let compiled = ws.preview("project:loop", &state, &format!("runtime-{k}.json"));
         let received = message_texts(sent);
         assert_eq!(
             received[0],

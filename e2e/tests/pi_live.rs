@@ -253,22 +253,7 @@ fn an_active_preset_sends_exactly_what_preview_shows() {
 
     // The same stack and the same live facts through `pi-forge preview`.
     let (_, runtime) = ws.api("GET", "/api/runtime", "");
-    let runtime_file = ws.root.path().join("runtime.json");
-    std::fs::write(&runtime_file, runtime.to_string()).unwrap();
-    let out = ws.forge(&[
-        "preview",
-        "project:lean",
-        "--runtime",
-        &runtime_file.display().to_string(),
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let preview: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let compiled = &preview["compiled"];
+    let compiled = &ws.preview("project:lean", &runtime, "runtime.json");
 
     let messages = sent["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");

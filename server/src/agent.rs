@@ -595,6 +595,19 @@ fn write_payload_line(path: &Path, payload: &str) -> std::io::Result<()> {
     file.write_all(b"\n")
 }
 
+/// Creates the run's folder and writes its `plan.json` (owner-only); the folder.
+fn create_run_folder(project: &Path, prepared: &HostPlan) -> Result<PathBuf> {
+    let plan = &prepared.plan;
+    let folder = run_folder(project, &plan.run_id);
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    write_private(
+        &folder.join("plan.json"),
+        json::to_pretty(&plan.to_value()).as_bytes(),
+    )?;
+    Ok(folder)
+}
+
 /// Writes the record of an approved run that never started its child (cancelled while queued,
 /// no slot within its queue wait, the server stopping): `status` and `error` say why.
 pub fn record_unstarted(
@@ -604,14 +617,7 @@ pub fn record_unstarted(
     status: &'static str,
     error: String,
 ) -> Result<Value> {
-    let plan = &prepared.plan;
-    let folder = run_folder(project, &plan.run_id);
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
-    write_private(
-        &folder.join("plan.json"),
-        json::to_pretty(&plan.to_value()).as_bytes(),
-    )?;
+    let folder = create_run_folder(project, prepared)?;
     let outcome = read_child_events("");
     let ended = Ended {
         status,
@@ -641,13 +647,7 @@ pub fn execute(
     cancel: &AtomicU8,
 ) -> Result<Value> {
     let plan = &prepared.plan;
-    let folder = run_folder(project, &plan.run_id);
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
-    write_private(
-        &folder.join("plan.json"),
-        json::to_pretty(&plan.to_value()).as_bytes(),
-    )?;
+    let folder = create_run_folder(project, prepared)?;
     let listener =
         TcpListener::bind("127.0.0.1:0").context("cannot listen for the child's requests")?;
     let check_port = listener.local_addr()?.port();

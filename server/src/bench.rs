@@ -758,7 +758,8 @@ mod server {
     /// The live bridge's added latency per turn (`--only bridge`): what the Pi extension does
     /// on every user prompt with a Preset active — `POST /api/host/:id/turn` (system prompt and
     /// tools, from `before_agent_start`) then `POST /api/host/:id/context` (the messages, from
-    /// the first provider request) — for a 50-item Preset and a 200-message conversation, over
+    /// the first provider request), and one more `context` per follow-up request after a tool
+    /// call, timed on its own — for a 50-item Preset and a 200-message conversation, over
     /// loopback with a new connection per request, as the extension's `fetch` may. The host is
     /// this benchmark speaking the protocol, with an open command stream like the extension's.
     pub fn bench_bridge() -> Result<Value> {
@@ -830,10 +831,24 @@ mod server {
             &json!({"sessionId": "bench", "prompt": "Question 198: what does module 198 do, and why?",
                                             "clock": {"epochMs": 1_796_140_000_000_i64, "utcOffsetMinutes": 0}, "facts": facts}),
         );
-        let context = json::to_compact(&json!({"sessionId": "bench", "messages": messages}));
+        let context =
+            json::to_compact(&json!({"sessionId": "bench", "request": 1, "messages": messages}));
+        // A follow-up request of the same prompt: the model called a tool, Pi ran it, and the
+        // next request carries the call and its result. The extension sends only `/context`
+        // for it (the turn was compiled at `before_agent_start`).
+        let mut follow_up_messages = messages.clone();
+        follow_up_messages.push(json!({"role": "assistant", "content": [{"type": "toolCall", "id": "call-1", "name": "read", "arguments": {"path": "src/module198.rs"}}],
+                                       "api": "openai-completions", "provider": "fake", "model": "fake-1", "stopReason": "toolUse", "timestamp": MESSAGES}));
+        follow_up_messages.push(json!({"role": "toolResult", "toolCallId": "call-1", "toolName": "read",
+                                       "content": [{"type": "text", "text": "pub fn parse(input: &str) -> Result<Module, Error> { todo!() }\n".repeat(20)}],
+                                       "isError": false, "timestamp": MESSAGES + 1}));
+        let follow_up = json::to_compact(
+            &json!({"sessionId": "bench", "request": 2, "messages": follow_up_messages}),
+        );
         let turn_path = format!("/api/host/{host}/turn");
         let context_path = format!("/api/host/{host}/context");
         let mut samples = Vec::with_capacity(TURNS);
+        let mut follow_samples = Vec::with_capacity(TURNS);
         for n in 0..WARMUP + TURNS {
             let started = Instant::now();
             let answer: Value = serde_json::from_slice(&server.expect_ok(
@@ -847,7 +862,29 @@ mod server {
                 Some(context.as_bytes()),
             )?)?;
             let elapsed = started.elapsed();
+            let follow_started = Instant::now();
+            let followed: Value = serde_json::from_slice(&server.expect_ok(
+                "POST",
+                &context_path,
+                Some(follow_up.as_bytes()),
+            )?)?;
+            let follow_elapsed = follow_started.elapsed();
             if n == 0 {
+                // The tool call and its result reach the model, in that order, in the history.
+                let out = followed["messages"]
+                    .as_array()
+                    .map_or(&[][..], Vec::as_slice);
+                let paired = out.windows(2).any(|w| {
+                    w[0]["content"][0]["type"] == "toolCall"
+                        && w[1]["role"] == "toolResult"
+                        && w[1]["toolCallId"] == "call-1"
+                });
+                if out.len() < MESSAGES + 2 || !paired {
+                    bail!(
+                        "the follow-up context answered {} messages without the tool call and its result",
+                        out.len()
+                    );
+                }
                 if answer["active"] != true || answer.get("abort").is_some() {
                     bail!("the turn did not compile: {answer}");
                 }
@@ -858,19 +895,25 @@ mod server {
             }
             if n >= WARMUP {
                 samples.push(elapsed);
+                follow_samples.push(follow_elapsed);
             }
         }
         let p50 = ms(percentile(&mut samples, 0.5));
         let p99 = ms(percentile(&mut samples, 0.99));
+        let follow_p50 = ms(percentile(&mut follow_samples, 0.5));
+        let follow_p99 = ms(percentile(&mut follow_samples, 0.99));
         Ok(json!({
             "items": ITEMS,
             "messages": MESSAGES,
             "turns": TURNS,
             "contextBodyBytes": context.len(),
+            "followUpBodyBytes": follow_up.len(),
             "perTurnMs": {"p50": p50, "p99": p99},
+            "perFollowUpRequestMs": {"p50": follow_p50, "p99": follow_p99},
             "targetP50Ms": TARGET_P50_MS,
             "targetP99Ms": TARGET_P99_MS,
-            "meetsTargets": p50 < TARGET_P50_MS && p99 < TARGET_P99_MS,
+            "meetsTargets": p50 < TARGET_P50_MS && p99 < TARGET_P99_MS
+                && follow_p50 < TARGET_P50_MS && follow_p99 < TARGET_P99_MS,
         }))
     }
 

@@ -386,6 +386,27 @@ impl Workspace {
         cmd.output().expect("run pi-forge")
     }
 
+    /// `pi-forge preview <key> --runtime <runtime> --json` (the runtime written to `file` in
+    /// the temp root) → its `compiled` object: what the editor's preview shows for that state.
+    pub fn preview(&self, key: &str, runtime: &Value, file: &str) -> Value {
+        let path = self.root.path().join(file);
+        std::fs::write(&path, runtime.to_string()).unwrap();
+        let out = self.forge(&[
+            "preview",
+            key,
+            "--runtime",
+            &path.display().to_string(),
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+        value["compiled"].clone()
+    }
+
     /// Starts Pi in RPC mode with the extension (found in the agent folder).
     pub fn pi(&self, extra: &[&str]) -> Pi {
         self.pi_env(extra, &[])
