@@ -9,7 +9,8 @@
 import { spawn } from "node:child_process";
 import { existsSync, openSync, readFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
+import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getPackageDir, VERSION } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
@@ -43,21 +44,89 @@ interface Conn {
 	stream: AbortController;
 }
 
-function install(): Install {
+function readJson(path: string): Obj | undefined {
 	try {
-		return JSON.parse(readFileSync(join(HERE, "install.json"), "utf8")) as Install;
+		const value = JSON.parse(readFileSync(path, "utf8")) as Json;
+		return value && typeof value === "object" && !Array.isArray(value) ? value : undefined;
 	} catch {
-		return { version: "unknown" };
+		return undefined;
 	}
 }
 
-/** `PI_FORGE_BIN`, else the binary recorded at install time, else `pi-forge` on PATH. */
-function binary(): string {
+/**
+ * What `pi-forge pi install` recorded (`install.json`: version and binary path), else the
+ * version of the package this file ships in: the folder's own `package.json` (the layout `pi
+ * install` writes) or the npm package `pi-forge` one level up (`extension/index.ts`).
+ */
+function install(): Install {
+	const recorded = readJson(join(HERE, "install.json"));
+	if (recorded && typeof recorded.version === "string") {
+		return { version: recorded.version, bin: typeof recorded.bin === "string" ? recorded.bin : undefined };
+	}
+	for (const manifest of [join(HERE, "package.json"), join(HERE, "..", "package.json")]) {
+		const pkg = readJson(manifest);
+		if (pkg && typeof pkg.version === "string" && pkg.pi) return { version: pkg.version };
+	}
+	return { version: "unknown" };
+}
+
+/** The npm package holding the binary for each platform `pi-forge` publishes one for. */
+const PLATFORM_PACKAGES: Record<string, string> = {
+	"linux-x64": "@pi-forge/cli-linux-x64",
+	"linux-arm64": "@pi-forge/cli-linux-arm64",
+	"darwin-arm64": "@pi-forge/cli-darwin-arm64",
+	"darwin-x64": "@pi-forge/cli-darwin-x64",
+	"win32-x64": "@pi-forge/cli-win32-x64",
+};
+const EXE = process.platform === "win32" ? "pi-forge.exe" : "pi-forge";
+
+/** Where the binary is, and how it was found; or why there is none. */
+type Located = { bin: string; how: string } | { missing: string };
+
+/**
+ * `PI_FORGE_BIN`, else the platform package beside this extension (the npm install), else the
+ * binary `pi-forge pi install` recorded, else `pi-forge` on PATH.
+ */
+function locate(): Located {
 	const fromEnv = process.env.PI_FORGE_BIN;
-	if (fromEnv) return fromEnv;
+	if (fromEnv) return { bin: fromEnv, how: "PI_FORGE_BIN" };
+	const platform = `${process.platform}-${process.arch}`;
+	const pkg = PLATFORM_PACKAGES[platform];
+	if (pkg) {
+		try {
+			const manifest = createRequire(import.meta.url).resolve(`${pkg}/package.json`);
+			const bin = join(dirname(manifest), "bin", EXE);
+			if (existsSync(bin)) return { bin, how: `npm package ${pkg}` };
+		} catch {
+			// Not installed beside this extension: the other places follow.
+		}
+	}
 	const recorded = install().bin;
-	if (recorded && existsSync(recorded)) return recorded;
-	return "pi-forge";
+	if (recorded && existsSync(recorded)) return { bin: recorded, how: "recorded by pi-forge pi install" };
+	for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+		const bin = dir ? join(dir, EXE) : "";
+		if (bin && existsSync(bin)) return { bin, how: "PATH" };
+	}
+	// From the npm package (its manifest lists the platform packages), say which one is missing.
+	const npm = readJson(join(HERE, "..", "package.json"));
+	if (npm?.optionalDependencies && typeof npm.optionalDependencies === "object") {
+		if (!pkg) {
+			return {
+				missing: `no pi-forge binary for ${platform}: pi-forge publishes none for this platform. Build pi-forge from source and set PI_FORGE_BIN to the binary.`,
+			};
+		}
+		return {
+			missing: `no pi-forge binary for ${platform}: the package ${pkg} is not installed (npm leaves it out with --omit=optional or on another os/cpu). Reinstall with \`pi install npm:pi-forge\`, or build pi-forge from source and set PI_FORGE_BIN to the binary.`,
+		};
+	}
+	return { missing: "cannot find the pi-forge binary. Install pi-forge (`pi install npm:pi-forge`) or put it on PATH, or set PI_FORGE_BIN to its path." };
+}
+
+/** The binary to run, or an error saying what is missing. */
+function binary(): string {
+	const found = locate();
+	if ("missing" in found) throw new Error(found.missing);
+	return found.bin;
 }
 
 function errorText(e: unknown): string {
@@ -800,8 +869,10 @@ export default function piForge(pi: ExtensionAPI) {
 					const last = status.lastApplied as Obj | null | undefined;
 					const drift = last && typeof last === "object" && Array.isArray(last.drifted) ? last.drifted.join(", ") : "";
 					const profile = last && typeof last === "object" ? String((last.provenance as Obj | undefined)?.profileId ?? "") : "";
+					const found = locate();
+					const where = "bin" in found ? ` · binary ${found.bin} (${found.how})` : "";
 					return say(
-						`pi-forge: server ${c.base} · Preset ${String(live.activeStackId ?? "none")} · profile ${profile || "none"}${drift ? ` (changed since: ${drift})` : ""} · extension ${install().version}, server ${String(live.serverVersion ?? "?")}`,
+						`pi-forge: server ${c.base} · Preset ${String(live.activeStackId ?? "none")} · profile ${profile || "none"}${drift ? ` (changed since: ${drift})` : ""} · extension ${install().version}, server ${String(live.serverVersion ?? "?")}${where}`,
 					);
 				}
 				case "preset": {

@@ -18,11 +18,29 @@ mod template;
 mod ui;
 mod watch;
 
-use clap::Parser;
 use std::process::ExitCode;
 
+/// The command line, with a `--version` that also names the target and this binary's path (so
+/// a user, the Pi extension's `/forge status` and an npm install can tell which binary runs).
+fn parse_cli() -> cli::Cli {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let path = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "(path unknown)".to_string());
+    let version: &'static str = Box::leak(
+        format!(
+            "{} ({}) {path}",
+            env!("CARGO_PKG_VERSION"),
+            env!("PI_FORGE_TARGET")
+        )
+        .into_boxed_str(),
+    );
+    let matches = cli::Cli::command().version(version).get_matches();
+    cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = parse_cli();
     match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {

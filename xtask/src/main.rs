@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+mod package;
+
 const HELP: &str = "\
 cargo xtask: build and check pi-forge
 
@@ -39,6 +41,11 @@ COMMANDS:
                      (first visit and reload; the Payloads surface on a 5 MB capture; keystroke
                      to highlight on a 100 KB template; NAVBENCH_BASELINE=<pi-forge> adds an
                      older build); print the JSON
+    package [--target T]
+                     Build the npm packages `pi install npm:pi-forge` installs: the web bundle,
+                     the stripped release binary (profile dist; default target: this machine's,
+                     x86_64-unknown-linux-musl on Linux x64), the folders and `npm pack`
+                     tarballs in <target dir>/package/ (see docs/distribution.md)
     help             Print this text
 ";
 
@@ -130,6 +137,7 @@ fn main() -> ExitCode {
         "run" => run_ui(&ctx, rest),
         "ci" => no_args(command, rest).and_then(|()| ci(&ctx)),
         "bench" => bench(&ctx, rest),
+        "package" => package::package(&ctx, rest),
         "help" | "-h" | "--help" => {
             print!("{HELP}");
             Ok(())
