@@ -631,7 +631,8 @@ fn forge_commands_apply_a_profile_switch_presets_and_report_status() {
     let (authority, _) = ws.editor().unwrap();
     assert_eq!(
         pi.command("/forge status"),
-        format!("pi-forge: server http://{authority} · Preset none · profile deep (changed since: promptStack) · extension {v}, server {v}", v = env!("CARGO_PKG_VERSION"))
+        format!("pi-forge: server http://{authority} · Preset none · profile deep (changed since: promptStack) · extension {v}, server {v} · binary {bin} (PI_FORGE_BIN)",
+                v = env!("CARGO_PKG_VERSION"), bin = support::pi_forge_binary().display())
     );
     assert_eq!(
         pi.command("/forge preset lean"),
