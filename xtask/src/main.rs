@@ -17,6 +17,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 mod package;
+mod workflows;
 
 const HELP: &str = "\
 cargo xtask: build and check pi-forge
@@ -275,6 +276,7 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     if scope == Setup::All {
         ensure_chromium()?;
         ensure_pi_tools(ctx)?;
+        workflows::ensure_actionlint(&workflows::tools_cache(ctx)?)?;
     }
     Ok(Tools {
         wasm_bindgen,
@@ -1391,6 +1393,9 @@ fn ci(ctx: &Ctx) -> Result {
     // the same selection so cargo's feature unification matches (see e2e/tests/support).
     stage("pi extension type check (tsc, Pi 1.6.0 .d.ts)", &mut || {
         check_extension(ctx)
+    })?;
+    stage("lint release workflow (actionlint)", &mut || {
+        workflows::lint_workflows(&ctx.root, &workflows::tools_cache(ctx)?)
     })?;
     stage("clippy", &mut || {
         run(ctx.cargo().args([
