@@ -20,6 +20,11 @@ mod watch;
 
 use std::process::ExitCode;
 
+/// Static Linux builds (musl) use mimalloc: musl's allocator made the live bridge 1.8x slower.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The command line, with a `--version` that also names the target and this binary's path (so
 /// a user, the Pi extension's `/forge status` and an npm install can tell which binary runs).
 fn parse_cli() -> cli::Cli {

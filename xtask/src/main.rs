@@ -276,6 +276,7 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
     if scope == Setup::All {
         ensure_chromium()?;
         ensure_pi_tools(ctx)?;
+        package::ensure_build_tools(ctx, None)?;
         workflows::ensure_actionlint(&workflows::tools_cache(ctx)?)?;
     }
     Ok(Tools {
@@ -305,6 +306,11 @@ fn ensure_rust_src(ctx: &Ctx) -> Result {
 }
 
 fn ensure_wasm_target(ctx: &Ctx) -> Result {
+    ensure_target(ctx, WASM_TARGET)
+}
+
+/// Installs the Rust target `target` with rustup unless it is there.
+fn ensure_target(ctx: &Ctx, target: &str) -> Result {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .current_dir(&ctx.root)
@@ -313,30 +319,27 @@ fn ensure_wasm_target(ctx: &Ctx) -> Result {
         Ok(out) if out.status.success() => {
             if String::from_utf8_lossy(&out.stdout)
                 .lines()
-                .any(|l| l.trim() == WASM_TARGET)
+                .any(|l| l.trim() == target)
             {
-                skipped(&format!("rust target {WASM_TARGET} is installed"));
+                skipped(&format!("rust target {target} is installed"));
                 return Ok(());
             }
-            step(&format!("installing rust target {WASM_TARGET}"));
+            step(&format!("installing rust target {target}"));
             run(Command::new("rustup")
-                .args(["target", "add", WASM_TARGET])
+                .args(["target", "add", target])
                 .current_dir(&ctx.root))
-            .map_err(|f| with_hint(f, format!("rustup target add {WASM_TARGET}")))
+            .map_err(|f| with_hint(f, format!("rustup target add {target}")))
         }
         _ => {
             // No rustup (e.g. a distro toolchain): accept a sysroot that already has the target.
-            let lib = rustlib()?.join(WASM_TARGET);
+            let lib = rustlib()?.join(target);
             if lib.is_dir() {
-                skipped(&format!(
-                    "rust target {WASM_TARGET} is in {}",
-                    lib.display()
-                ));
+                skipped(&format!("rust target {target} is in {}", lib.display()));
                 Ok(())
             } else {
                 fail_with_hint(
-                    format!("the rust target {WASM_TARGET} is missing and rustup is not available"),
-                    format!("install rustup, then run `rustup target add {WASM_TARGET}`"),
+                    format!("the rust target {target} is missing and rustup is not available"),
+                    format!("install rustup, then run `rustup target add {target}`"),
                 )
             }
         }
@@ -1467,6 +1470,12 @@ fn ci(ctx: &Ctx) -> Result {
         ]))
     })?;
     stage("dist", &mut || dist(ctx).map(drop))?;
+    // The npm packages of this machine's platform, which the package tests install from a
+    // local registry (e2e/tests/pi_package.rs).
+    stage("package (npm tarballs)", &mut || match package::host_platform() {
+        Some(platform) => package::build(ctx, platform),
+        None => fail("pi-forge builds no npm platform package on this machine"),
+    })?;
     let nextest = ctx
         .cargo()
         .args(["nextest", "--version"])

@@ -77,7 +77,7 @@ impl Platform {
 }
 
 /// The platform this xtask runs on, as a package target.
-fn host_platform() -> Option<&'static Platform> {
+pub(crate) fn host_platform() -> Option<&'static Platform> {
     let platform = match (env::consts::OS, env::consts::ARCH) {
         ("linux", "x86_64") => "linux-x64",
         ("linux", "aarch64") => "linux-arm64",
@@ -180,6 +180,37 @@ fn platform_manifest(p: &Platform, version: &str) -> String {
     )
 }
 
+/// The repository the packages are built from, for npm's provenance check (which refuses a
+/// package without it): `GITHUB_SERVER_URL/GITHUB_REPOSITORY` in the release workflow, else
+/// `PI_FORGE_REPOSITORY`; local packages carry none.
+fn repository() -> Option<String> {
+    let var = |name: &str| env::var(name).ok().filter(|v| !v.is_empty());
+    match (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY")) {
+        (Some(server), Some(repo)) => Some(format!("git+{server}/{repo}.git")),
+        _ => var("PI_FORGE_REPOSITORY"),
+    }
+}
+
+/// `manifest` with a `"repository"` entry after `"license"` when [`repository`] names one.
+fn with_repository(manifest: &str) -> String {
+    let Some(url) = repository() else {
+        return manifest.to_string();
+    };
+    const LICENSE: &str = "\"license\": \"MIT\",";
+    let url = url.replace('\\', "\\\\").replace('"', "\\\"");
+    match manifest.find(LICENSE) {
+        Some(at) => {
+            let end = at + LICENSE.len();
+            format!(
+                "{}\n  \"repository\": {{ \"type\": \"git\", \"url\": \"{url}\" }},{}",
+                &manifest[..end],
+                &manifest[end..]
+            )
+        }
+        None => manifest.to_string(),
+    }
+}
+
 fn copy(from: &Path, to: &Path) -> Result {
     if let Some(dir) = to.parent() {
         create_dir(dir)?;
@@ -274,9 +305,52 @@ fn targets_hint() -> String {
     format!("targets: {}", list.join(", "))
 }
 
+/// What building `platform` (default: this machine's) needs: its Rust target and, for the
+/// static Linux builds, `musl-gcc` (mimalloc is C; Debian's `musl-tools`, installed as root).
+pub(crate) fn ensure_build_tools(ctx: &Ctx, platform: Option<&'static Platform>) -> Result {
+    let Some(platform) = platform.or_else(host_platform) else {
+        skipped("no npm platform package is built on this machine");
+        return Ok(());
+    };
+    ensure_target(ctx, platform.target)?;
+    if !platform.target.ends_with("-linux-musl") || env::consts::OS != "linux" {
+        return Ok(());
+    }
+    if !find_programs("musl-gcc").is_empty() {
+        skipped("musl-gcc is installed (static Linux builds)");
+        return Ok(());
+    }
+    let install = "apt-get update && apt-get install -y musl-tools";
+    if !is_root() {
+        return fail_with_hint(
+            "musl-gcc is missing (the static Linux build compiles mimalloc with it) and installing needs root",
+            format!("run: sudo sh -c '{install}'"),
+        );
+    }
+    step("installing musl-tools (musl-gcc, for the static Linux build)");
+    let hint = format!("run as root: {install}");
+    run(Command::new("apt-get").arg("update")).map_err(|f| with_hint(f, hint.clone()))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "musl-tools"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+    .map_err(|f| with_hint(f, hint.clone()))?;
+    if find_programs("musl-gcc").is_empty() {
+        return fail_with_hint("musl-gcc is still missing after apt-get", hint);
+    }
+    Ok(())
+}
+
+/// `cargo xtask package [--target T]`.
 pub(crate) fn package(ctx: &Ctx, args: &[String]) -> Result {
-    let started = Instant::now();
     let platform = parse_target(args)?;
+    dist(ctx)?;
+    build(ctx, platform)
+}
+
+/// The packages of `platform` from the web bundle already in `assets/dist` (CI builds it in
+/// its own step).
+pub(crate) fn build(ctx: &Ctx, platform: &'static Platform) -> Result {
+    let started = Instant::now();
     let version = workspace_version(&ctx.root)?;
     let problems = drift(&ctx.root, &version)?;
     if !problems.is_empty() {
@@ -285,14 +359,7 @@ pub(crate) fn package(ctx: &Ctx, args: &[String]) -> Result {
             "every version is the workspace version in Cargo.toml; update packaging/npm/pi-forge/package.json",
         );
     }
-    dist(ctx)?;
-    if !find_programs("rustup").is_empty() {
-        step(&format!(
-            "making sure the Rust target {} is installed",
-            platform.target
-        ));
-        run(Command::new("rustup").args(["target", "add", platform.target]))?;
-    }
+    ensure_build_tools(ctx, Some(platform))?;
     step(&format!(
         "building pi-forge {version} for {} (profile {PROFILE}: release, stripped)",
         platform.target
@@ -327,9 +394,16 @@ pub(crate) fn package(ctx: &Ctx, args: &[String]) -> Result {
     // The Pi package: its manifest as checked in, the extension, the launcher.
     let template = ctx.root.join("packaging/npm/pi-forge");
     let main = npm.join("pi-forge");
-    for rel in ["package.json", "README.md", "bin/pi-forge.js"] {
+    for rel in ["README.md", "bin/pi-forge.js"] {
         copy(&template.join(rel), &main.join(rel))?;
     }
+    let manifest_path = template.join("package.json");
+    let manifest =
+        fs::read_to_string(&manifest_path).map_err(|e| io_failure("read", &manifest_path, e))?;
+    write_file(
+        &main.join("package.json"),
+        with_repository(&manifest).as_bytes(),
+    )?;
     make_executable(&main.join("bin/pi-forge.js"))?;
     copy(&ctx.root.join("LICENSE"), &main.join("LICENSE"))?;
     copy(
@@ -342,7 +416,7 @@ pub(crate) fn package(ctx: &Ctx, args: &[String]) -> Result {
     create_dir(&folder)?;
     write_file(
         &folder.join("package.json"),
-        platform_manifest(platform, &version).as_bytes(),
+        with_repository(&platform_manifest(platform, &version)).as_bytes(),
     )?;
     copy(&ctx.root.join("LICENSE"), &folder.join("LICENSE"))?;
     let bin = folder.join("bin").join(platform.exe);
