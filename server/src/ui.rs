@@ -577,6 +577,7 @@ async fn serve_async(
     let outcome = tokio::select! {
         result = &mut server => Some(result),
         () = shutdown_signal() => None,
+        () = binary_replaced() => None,
     };
     let _ = stop_tx.send(true);
     let result = match outcome {
@@ -599,6 +600,52 @@ async fn serve_async(
     tokio::task::spawn_blocking(move || drop(watcher)).await?;
     eprintln!("pi-forge: stopped");
     result?.context("the web server failed")
+}
+
+/// How often a running server checks that its own binary is still the one on disk.
+const BINARY_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The identity of a file (device and inode on Unix; size and modification time elsewhere).
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some((meta.len(), modified.as_secs()))
+    }
+}
+
+/// Resolves when this server's binary is removed or replaced on disk (`pi remove npm:pi-forge`,
+/// `pi update`, a rebuild): an editor whose program is gone or outdated stops, and the next
+/// `/forge ui` or Pi session starts the binary that is installed now. Never resolves when the
+/// binary's path cannot be read at start.
+async fn binary_replaced() {
+    let Some(path) = std::env::current_exe().ok() else {
+        return std::future::pending().await;
+    };
+    // On Linux `current_exe` of a deleted binary ends in " (deleted)": the path at start is kept.
+    let Some(identity) = file_identity(&path) else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(BINARY_CHECK).await;
+        if file_identity(&path) != Some(identity) {
+            eprintln!(
+                "pi-forge: {} was removed or replaced; stopping this editor",
+                path.display()
+            );
+            return;
+        }
+    }
 }
 
 async fn shutdown_signal() {

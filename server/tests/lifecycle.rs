@@ -273,3 +273,82 @@ fn the_browser_opens_a_user_only_launch_page_and_never_sees_the_token() {
     assert!(server.wait_exit(Duration::from_secs(20)).is_some());
     assert!(!page.exists());
 }
+
+/// A copy of the pi-forge binary in the test's folder, which the test may remove or replace.
+fn own_binary(dirs: &Dirs) -> std::path::PathBuf {
+    let copy = dirs.root.path().join("bin/pi-forge");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_pi-forge"), &copy).unwrap();
+    copy
+}
+
+fn start_from(dirs: &Dirs, binary: &std::path::Path) -> Server {
+    let project = dirs.project();
+    let mut cmd = dirs.command(&[]);
+    let mut own = std::process::Command::new(binary);
+    own.args([
+        "ui",
+        "--no-open",
+        "--port",
+        "0",
+        "--project",
+        project.to_str().unwrap(),
+    ])
+    .current_dir(project);
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => own.env(key, v),
+            None => own.env_remove(key),
+        };
+    }
+    Server::from_command(dirs, &mut own)
+}
+
+#[test]
+fn a_server_whose_binary_is_removed_or_replaced_stops() {
+    // Removed (`pi remove npm:pi-forge`): the server stops by itself, state file gone.
+    let dirs = Dirs::new();
+    let binary = own_binary(&dirs);
+    let mut server = start_from(&dirs, &binary);
+    assert!(meta_ok(&server.url));
+    assert_eq!(dirs.state_files().len(), 1);
+    std::fs::remove_file(&binary).unwrap();
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server stops after its binary is removed");
+    assert!(status.success(), "{status:?}\n{}", server.stderr());
+    assert!(
+        server.stderr().contains(&format!(
+            "pi-forge: {} was removed or replaced; stopping this editor",
+            binary.display()
+        )),
+        "{}",
+        server.stderr()
+    );
+    assert!(dirs.state_files().is_empty());
+
+    // Replaced at the same path (`pi update`): the same.
+    let dirs = Dirs::new();
+    let binary = own_binary(&dirs);
+    let mut server = start_from(&dirs, &binary);
+    let fresh = binary.with_file_name("pi-forge.new");
+    std::fs::copy(env!("CARGO_BIN_EXE_pi-forge"), &fresh).unwrap();
+    std::fs::rename(&fresh, &binary).unwrap();
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server stops after its binary is replaced");
+    assert!(status.success(), "{status:?}\n{}", server.stderr());
+    assert!(dirs.state_files().is_empty());
+
+    // Untouched, it keeps running past several checks.
+    let dirs = Dirs::new();
+    let binary = own_binary(&dirs);
+    let mut server = start_from(&dirs, &binary);
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "{}",
+        server.stderr()
+    );
+    assert!(meta_ok(&server.url));
+}
