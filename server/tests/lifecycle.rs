@@ -284,7 +284,7 @@ fn own_binary(dirs: &Dirs) -> std::path::PathBuf {
 
 fn start_from(dirs: &Dirs, binary: &std::path::Path) -> Server {
     let project = dirs.project();
-    let mut cmd = dirs.command(&[]);
+    let cmd = dirs.command(&[]);
     let mut own = std::process::Command::new(binary);
     own.args([
         "ui",
