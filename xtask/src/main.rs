@@ -1472,10 +1472,13 @@ fn ci(ctx: &Ctx) -> Result {
     stage("dist", &mut || dist(ctx).map(drop))?;
     // The npm packages of this machine's platform, which the package tests install from a
     // local registry (e2e/tests/pi_package.rs).
-    stage("package (npm tarballs)", &mut || match package::host_platform() {
-        Some(platform) => package::build(ctx, platform),
-        None => fail("pi-forge builds no npm platform package on this machine"),
-    })?;
+    stage(
+        "package (npm tarballs)",
+        &mut || match package::host_platform() {
+            Some(platform) => package::build(ctx, platform),
+            None => fail("pi-forge builds no npm platform package on this machine"),
+        },
+    )?;
     let nextest = ctx
         .cargo()
         .args(["nextest", "--version"])
