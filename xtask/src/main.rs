@@ -17,6 +17,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 mod package;
+mod registry;
 mod workflows;
 
 const HELP: &str = "\
@@ -278,6 +279,7 @@ fn setup(ctx: &Ctx, scope: Setup) -> Result<Tools> {
         ensure_pi_tools(ctx)?;
         package::ensure_build_tools(ctx, None)?;
         workflows::ensure_actionlint(&workflows::tools_cache(ctx)?)?;
+        registry::ensure_verdaccio(ctx)?;
     }
     Ok(Tools {
         wasm_bindgen,
