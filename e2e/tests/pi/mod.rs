@@ -233,7 +233,22 @@ pub struct Workspace {
     pub root: tempfile::TempDir,
     pub model: FakeModel,
     bin: PathBuf,
+    /// Set by [`Workspace::from_registry`]: Pi finds the extension and the binary the way a
+    /// user's install does, with this environment instead of `PI_FORGE_BIN`.
+    packaged: Option<Packaged>,
 }
+
+/// The environment of a [`Workspace::from_registry`] workspace.
+struct Packaged {
+    /// The pinned Node 22's folder, then `/usr/bin:/bin`.
+    path: std::ffi::OsString,
+    /// `npm_config_registry`: the local registry the packages were published to.
+    registry: String,
+}
+
+/// Programs that must not be reachable on a packaged workspace's PATH: a user's install needs
+/// no Rust toolchain, and a `pi-forge` there would be found before a missing package is noticed.
+pub const NOT_ON_PATH: &[&str] = &["cargo", "rustc", "pi-forge"];
 
 impl Workspace {
     /// Writes `files` (relative to the project) and a models.json for the fake model, then
@@ -244,10 +259,71 @@ impl Workspace {
 
     /// [`Workspace::new`] with more models for the fake provider (`models.json` entries).
     pub fn with_models(files: &[(&str, &str)], extra_models: &[Value]) -> Workspace {
+        let ws = Workspace::prepare(files, extra_models, pi_forge_binary().to_path_buf(), None);
+        let out = ws.forge(&["pi", "install"]);
+        assert!(
+            out.status.success(),
+            "pi-forge pi install failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ws
+    }
+
+    /// A workspace for the npm packages: nothing is installed (no `pi-forge pi install`, no
+    /// `PI_FORGE_BIN`); Pi, npm and npx run with `PATH` = the pinned Node 22's folder +
+    /// `/usr/bin:/bin` (asserted to hold no cargo, rustc or pi-forge), the scratch `HOME` and
+    /// `PI_CODING_AGENT_DIR`, and `npm_config_registry` = `registry`. `bin` is the binary
+    /// [`Workspace::forge`] runs (the packaged one; see [`Workspace::use_binary`]).
+    pub fn from_registry(files: &[(&str, &str)], registry: &str, bin: &Path) -> Workspace {
+        let tools = pi_tools();
+        let node_bin = tools.join("node_modules/node/bin");
+        let dirs = [node_bin, PathBuf::from("/usr/bin"), PathBuf::from("/bin")];
+        for dir in &dirs {
+            for name in NOT_ON_PATH {
+                let found = dir.join(name);
+                assert!(
+                    !found.exists(),
+                    "{} is on the packaged workspace's PATH: the test would not show that an install works without it",
+                    found.display()
+                );
+            }
+        }
+        // The pinned Node has no npm of its own: npm (and npx) come from the system, and their
+        // `#!/usr/bin/env node` runs them with the pinned Node 22, first on PATH.
+        for tool in ["npm", "npx"] {
+            assert!(
+                dirs.iter().any(|dir| dir.join(tool).is_file()),
+                "no {tool} in {dirs:?}: install npm (Debian: `apt-get install -y npm`)"
+            );
+        }
+        let path = std::env::join_paths(&dirs).expect("PATH");
+        let packaged = Packaged {
+            path,
+            registry: registry.to_string(),
+        };
+        Workspace::prepare(files, &[], bin.to_path_buf(), Some(packaged))
+    }
+
+    /// The binary [`Workspace::forge`] (and the drop's `ui stop`) runs from now on.
+    pub fn use_binary(&mut self, bin: &Path) {
+        self.bin = bin.to_path_buf();
+    }
+
+    /// The temp folders, `files` and models.json for the fake model.
+    fn prepare(
+        files: &[(&str, &str)],
+        extra_models: &[Value],
+        bin: PathBuf,
+        packaged: Option<Packaged>,
+    ) -> Workspace {
         let root = tempfile::tempdir().expect("temp dir");
         let model = FakeModel::start();
-        let bin = pi_forge_binary().to_path_buf();
-        let ws = Workspace { root, model, bin };
+        let ws = Workspace {
+            root,
+            model,
+            bin,
+            packaged,
+        };
         for dir in [
             "project/.pi/forge",
             "agent",
@@ -278,12 +354,6 @@ impl Workspace {
             "models": models,
         }}});
         std::fs::write(ws.agent().join("models.json"), models.to_string()).unwrap();
-        let out = ws.forge(&["pi", "install"]);
-        assert!(
-            out.status.success(),
-            "pi-forge pi install failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         ws
     }
 
@@ -323,9 +393,57 @@ impl Workspace {
             .env("XDG_RUNTIME_DIR", self.root.path().join("run"))
             .env("HOME", self.root.path().join("home"))
             .env("PI_FORGE_GLOBAL_DIR", self.root.path().join("global"))
-            .env("PI_FORGE_BIN", &self.bin)
             .env("PI_FORGE_BROWSER", self.opener())
             .env_remove("PI_FORGE_UNTRUSTED");
+        match &self.packaged {
+            None => {
+                cmd.env("PI_FORGE_BIN", &self.bin);
+            }
+            Some(packaged) => {
+                // npm's own settings only from here (the scratch HOME has no .npmrc); nothing
+                // it does at install time may reach beyond the local registry.
+                let inherited: Vec<_> = std::env::vars_os()
+                    .map(|(name, _)| name)
+                    .filter(|name| {
+                        let name = name.to_string_lossy().to_ascii_lowercase();
+                        name.starts_with("npm_config_") || name == "node_options"
+                    })
+                    .collect();
+                for name in inherited {
+                    cmd.env_remove(name);
+                }
+                cmd.env_remove("PI_FORGE_BIN")
+                    .env("PATH", &packaged.path)
+                    .env("npm_config_registry", &packaged.registry)
+                    .env("npm_config_audit", "false")
+                    .env("npm_config_fund", "false")
+                    .env("npm_config_update_notifier", "false")
+                    .env("PI_SKIP_VERSION_CHECK", "1");
+            }
+        }
+    }
+
+    /// `program` with this workspace's environment, in the project folder (npm, npx, a
+    /// packaged binary).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.project());
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// Runs Pi's CLI (`pi <args>`, e.g. `install npm:pi-forge`) with the pinned Node and this
+    /// workspace's environment, in the project folder.
+    pub fn pi_cli(&self, args: &[&str], vars: &[(&str, &str)]) -> std::process::Output {
+        let tools = pi_tools();
+        let mut cmd = self.command(tools.join("node_modules/node/bin/node"));
+        cmd.arg(tools.join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js"))
+            .args(args)
+            .stdin(Stdio::null());
+        for (name, value) in vars {
+            cmd.env(name, value);
+        }
+        cmd.output().expect("run Pi's CLI")
     }
 
     /// The stand-in browser `/forge ui` opens: it appends its arguments to `browser.log` and
@@ -414,10 +532,22 @@ impl Workspace {
 
     /// Pi with extra environment on top of the workspace's (e.g. another `PI_FORGE_BIN`).
     pub fn pi_env(&self, extra: &[&str], vars: &[(&str, &str)]) -> Pi {
+        self.spawn_pi(&["--offline"], extra, vars)
+    }
+
+    /// Pi in RPC mode without `--offline`: it may install packages (`-e npm:…` installs from
+    /// the registry before it loads them; offline it skips them).
+    pub fn pi_online(&self, extra: &[&str], vars: &[(&str, &str)]) -> Pi {
+        self.spawn_pi(&[], extra, vars)
+    }
+
+    fn spawn_pi(&self, mode: &[&str], extra: &[&str], vars: &[(&str, &str)]) -> Pi {
         let tools = pi_tools();
         let mut cmd = Command::new(tools.join("node_modules/node/bin/node"));
         cmd.arg(tools.join("node_modules/@earendil-works/pi-coding-agent/dist/cli.js"))
-            .args(["--mode", "rpc", "--offline", "--model", "fake/fake-1"])
+            .args(["--mode", "rpc"])
+            .args(mode)
+            .args(["--model", "fake/fake-1"])
             .args(extra)
             .current_dir(self.project())
             .stdin(Stdio::piped())
