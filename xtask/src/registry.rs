@@ -3,7 +3,8 @@
 //! `<tools cache>/verdaccio-<version>/` (next to the Pi tools, see `Ctx::pi_tools_dir`), run by
 //! the pinned Node 22.
 //!
-//! 6.8.0, not the newest 6.x: later releases use Node features newer than the pinned Node 22's.
+//! Pinned at 6.8.0 (its `engines`: node >= 20; 6.10.4 asks for node >= 22), so it also runs with a
+//! machine's older Node; the tests and this install use the pinned Node 22.
 //! The tests start it on 127.0.0.1 with a config of their own (storage in a temp folder, no
 //! uplinks), so nothing is fetched from or published to the public registry.
 
