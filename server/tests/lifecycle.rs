@@ -352,3 +352,34 @@ fn a_server_whose_binary_is_removed_or_replaced_stops() {
     );
     assert!(meta_ok(&server.url));
 }
+
+#[test]
+fn a_server_of_another_version_is_replaced_by_the_next_ui() {
+    // What `pi update` leaves: the project's editor runs the old version.
+    let dirs = Dirs::new();
+    let mut old = Server::start(&dirs, &[], &[]);
+    let states = dirs.state_files();
+    assert_eq!(states.len(), 1);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&states[0]).unwrap()).unwrap();
+    record["version"] = serde_json::Value::from("0.0.1-old");
+    std::fs::write(&states[0], record.to_string()).unwrap();
+
+    let new = Server::start(&dirs, &[], &[]);
+    assert!(
+        new.stderr()
+            .contains("(it is another pi-forge version; restarting)"),
+        "{}",
+        new.stderr()
+    );
+    old.wait_exit(Duration::from_secs(10))
+        .expect("the old server is stopped");
+    assert_ne!(new.url, old.url);
+    assert!(meta_ok(&new.url));
+    assert!(!meta_ok(&old.url));
+    assert_eq!(dirs.state_files().len(), 1, "one server, one state file");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&dirs.state_files()[0]).unwrap()).unwrap();
+    assert_eq!(record["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(record["url"], new.url);
+}

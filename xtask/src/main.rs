@@ -28,7 +28,8 @@ USAGE:
 
 COMMANDS:
     setup            Install missing tools: wasm32 target, wasm-bindgen CLI, tools/ npm, chromium,
-                     Node 22 + Pi 1.6.0 + TypeScript (cached in ~/.cache/pi-forge/tools)
+                     Node 22 + Pi 1.6.0 + TypeScript, verdaccio, actionlint (cached in
+                     ~/.cache/pi-forge/tools), the musl target and musl-tools for `package`
     dist             Build the web bundle into assets/dist (cargo, wasm-split, wasm-bindgen,
                      wasm-opt -Oz, whose results are kept in ~/.cache/pi-forge/wasm-opt; the
                      code lazy parts share goes into one chunks.bin; their loader is
