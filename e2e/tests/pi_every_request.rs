@@ -10,7 +10,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use pi::{message_texts, poll, Workspace};
+use pi::{compiled_texts, message_texts, poll, Workspace};
 use serde_json::{json, Value};
 
 /// A Preset with a block before the history, one after it, and a history rule that redacts a
@@ -56,24 +56,6 @@ fn notes(pi: &pi::Pi) -> Vec<String> {
         .filter(|e| e["method"] == "notify")
         .map(|e| e["message"].as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-/// The compiled messages as the OpenAI-style `(role, text)` pairs the model receives (Pi sends
-/// a `toolResult` as role `tool`).
-fn compiled_texts(compiled: &Value) -> Vec<(String, String)> {
-    let messages: Vec<Value> = compiled["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let mut message = m["message"].clone();
-            if message["role"] == "toolResult" {
-                message["role"] = json!("tool");
-            }
-            message
-        })
-        .collect();
-    message_texts(&json!({ "messages": messages }))
 }
 
 /// The tool names a request declared, in order.

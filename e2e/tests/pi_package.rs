@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pi::{poll, Pi, Workspace};
+use pi::{assert_request_is_the_preview, poll, runtime_clock_iso, Pi, Workspace};
 use serde_json::{json, Value};
 
 const LEAN: &str = r#"{
@@ -339,30 +339,6 @@ fn notes(pi: &Pi) -> Vec<String> {
         .collect()
 }
 
-/// `runtime.populatedAt` of a runtime snapshot: its clock as a UTC ISO string.
-fn runtime_clock_iso(runtime: &Value) -> String {
-    let ms = runtime["clock"]["epochMs"].as_i64().unwrap();
-    let secs = ms.div_euclid(1000);
-    let out = Command::new("date")
-        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%S"])
-        .output()
-        .unwrap();
-    format!(
-        "{}.{:03}Z",
-        String::from_utf8_lossy(&out.stdout).trim(),
-        ms.rem_euclid(1000)
-    )
-}
-
-/// The text of an OpenAI-style or Pi-style message content.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-        _ => String::new(),
-    }
-}
-
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -450,31 +426,8 @@ fn a_preset_reaches_the_model_as_preview_shows(
 
     let (_, runtime) = ws.api("GET", "/api/runtime", "");
     let compiled = &ws.preview("project:lean", &runtime, "runtime.json");
-    let messages = sent["messages"].as_array().unwrap();
-    assert_eq!(messages[0]["role"], "system");
-    assert_eq!(messages[0]["content"], compiled["systemPrompt"]);
-    assert_eq!(messages[0]["content"], "You are LEAN. Last: hello there");
-    let expected: Vec<(String, String)> = compiled["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["message"]["role"].as_str().unwrap().to_string(),
-                text_of(&m["message"]["content"]),
-            )
-        })
-        .collect();
-    let received: Vec<(String, String)> = messages[1..]
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().to_string(),
-                text_of(&m["content"]),
-            )
-        })
-        .collect();
-    assert_eq!(received, expected);
+    assert_eq!(compiled["systemPrompt"], "You are LEAN. Last: hello there");
+    let received = assert_request_is_the_preview(sent, compiled);
     assert_eq!(
         received,
         [

@@ -813,6 +813,64 @@ pub fn path_str(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// The text of an OpenAI-style or Pi-style message content (string content, or the text parts
+/// joined).
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+/// `runtime.populatedAt` of a runtime snapshot: its clock as a UTC ISO string.
+pub fn runtime_clock_iso(runtime: &Value) -> String {
+    let ms = runtime["clock"]["epochMs"].as_i64().unwrap();
+    let secs = ms.div_euclid(1000);
+    let out = Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    format!(
+        "{}.{:03}Z",
+        String::from_utf8_lossy(&out.stdout).trim(),
+        ms.rem_euclid(1000)
+    )
+}
+
+/// The compiled messages of a preview as the OpenAI-style `(role, text)` pairs the model
+/// receives (Pi sends a `toolResult` as role `tool`).
+pub fn compiled_texts(compiled: &Value) -> Vec<(String, String)> {
+    let messages: Vec<Value> = compiled["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let mut message = m["message"].clone();
+            if message["role"] == "toolResult" {
+                message["role"] = json!("tool");
+            }
+            message
+        })
+        .collect();
+    message_texts(&json!({ "messages": messages }))
+}
+
+/// A request the model received is exactly the compiled preview: its system prompt first, then
+/// the compiled messages. Returns the messages after the system prompt.
+pub fn assert_request_is_the_preview(sent: &Value, compiled: &Value) -> Vec<(String, String)> {
+    let received = message_texts(sent);
+    assert_eq!(
+        received[0],
+        (
+            "system".to_string(),
+            compiled["systemPrompt"].as_str().unwrap().to_string()
+        )
+    );
+    assert_eq!(received[1..], compiled_texts(compiled)[..]);
+    received[1..].to_vec()
+}
+
 /// `(role, text)` of every message of a request the fake model received (string content, or the
 /// text parts joined).
 pub fn message_texts(body: &Value) -> Vec<(String, String)> {
@@ -821,12 +879,10 @@ pub fn message_texts(body: &Value) -> Vec<(String, String)> {
         .unwrap()
         .iter()
         .map(|m| {
-            let content = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                _ => String::new(),
-            };
-            (m["role"].as_str().unwrap_or_default().to_string(), content)
+            (
+                m["role"].as_str().unwrap_or_default().to_string(),
+                text_of(&m["content"]),
+            )
         })
         .collect()
 }
