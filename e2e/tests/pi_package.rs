@@ -314,15 +314,8 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            #[cfg(unix)]
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.child.take() {
+            pi::kill_group(child);
         }
     }
 }

@@ -759,16 +759,8 @@ impl Pi {
 
     /// Kills Pi's whole process group at once (as a crash would).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // `--` first: procps reads a bare `-PGID` after the signal as another signal.
-            #[cfg(unix)]
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.child.take() {
+            kill_group(child);
         }
     }
 
@@ -811,6 +803,19 @@ pub fn poll<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<
 
 pub fn path_str(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// SIGKILL to the process group `child` leads (it was started in its own group), then reaps it.
+pub fn kill_group(mut child: Child) {
+    // `--` first: procps reads a bare `-PGID` after the signal as another signal.
+    #[cfg(unix)]
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The text of an OpenAI-style or Pi-style message content (string content, or the text parts
