@@ -50,7 +50,32 @@ struct Package {
 
 impl Package {
     fn find() -> Package {
-        let dir = match std::env::var_os("PI_FORGE_PACKAGE_DIR").filter(|v| !v.is_empty()) {
+        Package::read(Package::default_dir())
+    }
+
+    /// The test package of the next patch version beside this one: `<package dir>/<x.y.z+1>/`,
+    /// which `cargo xtask package --version <x.y.z+1>` writes (`cargo xtask ci` builds it).
+    fn next(&self) -> Package {
+        let parts: Vec<u64> = self
+            .version
+            .split('.')
+            .map(|n| n.parse().expect("a release version x.y.z"))
+            .collect();
+        let next = format!("{}.{}.{}", parts[0], parts[1], parts[2] + 1);
+        let dir = self.dir.join(&next);
+        assert!(
+            dir.join("manifest.json").is_file(),
+            "{} is missing: run `cargo xtask package --version {next}` (the upgrade test publishes it; `cargo xtask ci` builds it)",
+            dir.join("manifest.json").display()
+        );
+        let package = Package::read(dir);
+        assert_eq!(package.version, next);
+        assert_eq!(package.target, self.target);
+        package
+    }
+
+    fn default_dir() -> PathBuf {
+        match std::env::var_os("PI_FORGE_PACKAGE_DIR").filter(|v| !v.is_empty()) {
             Some(dir) => PathBuf::from(dir),
             // This test binary is `<target dir>/<profile>/deps/pi_package-<hash>`; the packages
             // are beside the profile folders, where `cargo xtask package` (and the package
@@ -61,7 +86,10 @@ impl Package {
                 .nth(3)
                 .expect("the test binary sits in <target dir>/<profile>/deps")
                 .join("package"),
-        };
+        }
+    }
+
+    fn read(dir: PathBuf) -> Package {
         let manifest_path = dir.join("manifest.json");
         let text = std::fs::read_to_string(&manifest_path).unwrap_or_else(|e| {
             panic!(
@@ -165,6 +193,8 @@ struct Registry {
     authority: String,
     child: Option<Child>,
     dir: tempfile::TempDir,
+    /// The npmrc holding the publishing user's token.
+    npmrc: PathBuf,
 }
 
 /// PATH for npm outside a workspace: the pinned Node 22, then the system's npm.
@@ -224,11 +254,13 @@ impl Registry {
             cmd.process_group(0);
         }
         let child = cmd.spawn().expect("start verdaccio");
+        let npmrc = dir.path().join("publish.npmrc");
         let mut registry = Registry {
             url: format!("http://{authority}/"),
             authority,
             child: Some(child),
             dir,
+            npmrc,
         };
         let up = poll(Duration::from_secs(30), || {
             if let Some(Ok(Some(status))) = registry.child.as_mut().map(Child::try_wait) {
@@ -243,7 +275,8 @@ impl Registry {
             "verdaccio did not answer within 30 s: {}",
             registry.log()
         );
-        registry.publish_all(package);
+        registry.log_in();
+        registry.publish(package);
         eprintln!(
             "registry {} with {} packages in {:.1} s",
             registry.url,
@@ -261,9 +294,8 @@ impl Registry {
         pi::http(&self.authority, "", "GET", path, "")
     }
 
-    /// A user through the registry's CouchDB route, then `npm publish` of every tarball with
-    /// its token (platform packages first, so `pi-forge`'s pins exist when it is published).
-    fn publish_all(&self, package: &Package) {
+    /// A user through the registry's CouchDB route; its token goes to [`Registry::npmrc`].
+    fn log_in(&self) {
         let (status, answer) = pi::http(
             &self.authority,
             "",
@@ -273,9 +305,8 @@ impl Registry {
         );
         assert_eq!(status, 201, "{answer}\n{}", self.log());
         let token = answer["token"].as_str().expect("a token").to_string();
-        let npmrc = self.dir.path().join("publish.npmrc");
         std::fs::write(
-            &npmrc,
+            &self.npmrc,
             format!(
                 "registry={url}\n//{authority}/:_authToken={token}\n",
                 url = self.url,
@@ -283,6 +314,11 @@ impl Registry {
             ),
         )
         .unwrap();
+    }
+
+    /// `npm publish` of every tarball of `package` (platform packages first, so `pi-forge`'s
+    /// pins exist when it is published); each becomes the `latest` version.
+    fn publish(&self, package: &Package) {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         for (name, tarball) in &package.tarballs {
@@ -290,7 +326,7 @@ impl Registry {
                 .arg("publish")
                 .arg(tarball)
                 .arg("--userconfig")
-                .arg(&npmrc)
+                .arg(&self.npmrc)
                 .env("PATH", node_path())
                 .env("HOME", &home)
                 .env("npm_config_update_notifier", "false")
@@ -383,16 +419,8 @@ fn assert_editor_runs(ws: &Workspace, bin: &Path) {
     assert_eq!(exe, bin);
 }
 
-/// With the extension loaded and connected: `/forge ui` answers the editor's address, a Preset
-/// activated through the API (the browser's Activate) reaches the fake model exactly as
-/// `pi-forge preview --runtime <live snapshot>` (the workspace's binary) compiles it, and
-/// `/forge status` says where the binary was found.
-fn a_preset_reaches_the_model_as_preview_shows(
-    ws: &Workspace,
-    pi: &mut Pi,
-    package: &Package,
-    bin: &Path,
-) {
+/// `/forge ui` answers the editor's address and the editor runs `bin`; the address.
+fn forge_ui_runs(ws: &Workspace, pi: &mut Pi, bin: &Path) -> String {
     let note = pi.command("/forge ui");
     let (authority, _) = ws.editor().expect("the extension started the editor");
     assert_eq!(
@@ -400,7 +428,68 @@ fn a_preset_reaches_the_model_as_preview_shows(
         format!("pi-forge editor: http://{authority}/ (opened in your browser)")
     );
     assert_editor_runs(ws, bin);
+    authority
+}
 
+/// With Preset lean active: the prompt `text` reaches the fake model (its newest request)
+/// exactly as `pi-forge preview --runtime <live snapshot>` (the workspace's binary) compiles it:
+/// the context note, the session's `history` (role, text), then `text`.
+fn a_lean_prompt_is_sent_as_preview_compiles(
+    ws: &Workspace,
+    pi: &mut Pi,
+    history: &[(&str, &str)],
+    text: &str,
+) {
+    let before = ws.model.bodies().len();
+    let settled = pi.prompt(text);
+    assert_eq!(settled["aborted"], false, "{:?}", notes(pi));
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), before + 1, "one request to the model");
+    let sent = &bodies[before];
+
+    let (_, runtime) = ws.api("GET", "/api/runtime", "");
+    let compiled = &ws.preview("project:lean", &runtime, "runtime.json");
+    assert_eq!(
+        compiled["systemPrompt"],
+        format!("You are LEAN. Last: {text}")
+    );
+    let received = assert_request_is_the_preview(sent, compiled);
+    let note = format!(
+        "Context note for fake/fake-1 at {}.",
+        runtime_clock_iso(&runtime)
+    );
+    let expected: Vec<(String, String)> = std::iter::once(("user", note.as_str()))
+        .chain(history.iter().copied())
+        .chain([("user", text)])
+        .map(|(role, text)| (role.to_string(), text.to_string()))
+        .collect();
+    assert_eq!(received, expected);
+    assert_eq!(pi::tool_names(sent), ["grep", "read"]);
+    assert_eq!(compiled["selectedTools"], json!(["read", "grep"]));
+}
+
+/// `/forge status` names the Preset, both versions (`package`'s) and the npm package's binary.
+fn assert_status(pi: &mut Pi, authority: &str, package: &Package, bin: &Path) {
+    assert_eq!(
+        pi.command("/forge status"),
+        format!(
+            "pi-forge: server http://{authority} · Preset project:lean · profile none · extension {v}, server {v} · binary {bin} (npm package @pi-forge/cli-linux-x64)",
+            v = package.version,
+            bin = bin.display()
+        )
+    );
+}
+
+/// With the extension loaded and connected: `/forge ui` answers the editor's address, a Preset
+/// activated through the API (the browser's Activate) reaches the fake model exactly as
+/// preview compiles it, and `/forge status` says where the binary was found.
+fn a_preset_reaches_the_model_as_preview_shows(
+    ws: &Workspace,
+    pi: &mut Pi,
+    package: &Package,
+    bin: &Path,
+) {
+    let authority = forge_ui_runs(ws, pi, bin);
     let (status, body) = ws.api("POST", "/api/stacks/lean/activate", "{}");
     assert_eq!(
         (status, &body),
@@ -411,40 +500,49 @@ fn a_preset_reaches_the_model_as_preview_shows(
         entry["entry"]["data"],
         json!({"activeStackId": "project:lean"})
     );
-    let settled = pi.prompt("hello there");
-    assert_eq!(settled["aborted"], false, "{:?}", notes(pi));
-    let bodies = ws.model.bodies();
-    assert_eq!(bodies.len(), 1, "one request to the model");
-    let sent = &bodies[0];
+    a_lean_prompt_is_sent_as_preview_compiles(ws, pi, &[], "hello there");
+    assert_status(pi, &authority, package, bin);
+}
 
-    let (_, runtime) = ws.api("GET", "/api/runtime", "");
-    let compiled = &ws.preview("project:lean", &runtime, "runtime.json");
-    assert_eq!(compiled["systemPrompt"], "You are LEAN. Last: hello there");
-    let received = assert_request_is_the_preview(sent, compiled);
-    assert_eq!(
-        received,
-        [
-            (
-                "user".to_string(),
-                format!(
-                    "Context note for fake/fake-1 at {}.",
-                    runtime_clock_iso(&runtime)
-                )
-            ),
-            ("user".to_string(), "hello there".to_string())
-        ]
-    );
-    assert_eq!(pi::tool_names(sent), ["grep", "read"]);
-    assert_eq!(compiled["selectedTools"], json!(["read", "grep"]));
+/// Every path under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        found.push(entry.path());
+        found.extend(walkdir(&entry.path()));
+    }
+    found
+}
 
-    assert_eq!(
-        pi.command("/forge status"),
-        format!(
-            "pi-forge: server http://{authority} · Preset project:lean · profile none · extension {v}, server {v} · binary {bin} (npm package @pi-forge/cli-linux-x64)",
-            v = package.version,
-            bin = bin.display()
-        )
-    );
+/// The pi-forge processes of this workspace: those whose program lies in its scratch folder
+/// (an installed package's binary; " (deleted)" once removed) or that serve its project.
+fn forge_processes(ws: &Workspace) -> Vec<u32> {
+    let root = ws.root.path().display().to_string();
+    let project = ws.project().display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let exe = std::fs::read_link(entry.path().join("exe"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let program = args.first().map(String::as_str).unwrap_or_default();
+        let serves_project = program.ends_with("pi-forge") && args.iter().any(|a| *a == project);
+        if (exe.starts_with(&root) && exe.contains("pi-forge")) || serves_project {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -636,6 +734,127 @@ fn npm_install_ignore_scripts_works_and_no_package_has_install_scripts() {
     }
     let lock = std::fs::read_to_string(prefix.join("package-lock.json")).unwrap();
     assert!(!lock.contains("hasInstallScript"), "{lock}");
+}
+
+/// The upgrade and the removal. `pi update npm:pi-forge` installs the next version published
+/// to the registry (the test package `cargo xtask package --version` built): the running
+/// editor of the old version stops by itself (its binary was replaced), the next `/forge ui`
+/// in the same Pi session runs the new binary, and exactly one editor runs; the Preset the
+/// session recorded still reaches the model as preview compiles it. `pi remove npm:pi-forge`
+/// (after Pi quit; the editor outlives it) stops that editor too: no pi-forge process, no
+/// state file, no package left, the project's `.pi/forge/` untouched.
+#[test]
+fn pi_update_runs_the_new_binary_and_pi_remove_leaves_no_process() {
+    let package = linux_x64_package();
+    let next = package.next();
+    let registry = Registry::start(&package);
+    let mut ws = Workspace::from_registry(
+        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
+        &registry.url,
+        &package.binary(),
+    );
+    pi_install(&ws, &[]);
+    let node_modules = ws.agent().join("npm/node_modules");
+    let bin = installed_binary(&package, &node_modules);
+    ws.use_binary(&bin);
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    a_preset_reaches_the_model_as_preview_shows(&ws, &mut pi, &package, &bin);
+    let old = ws.editor_pid().expect("the editor's pid");
+    assert_eq!(forge_processes(&ws), [old]);
+
+    registry.publish(&next);
+    let out = ws.pi_cli(&["update", "npm:pi-forge"], &[]);
+    assert_ok("pi update npm:pi-forge", &out);
+    let update = stdout(&out);
+    assert_eq!(
+        update.lines().rev().take(2).collect::<Vec<_>>(),
+        [
+            format!("  npm:pi-forge {} -> {}", package.version, next.version).as_str(),
+            "Updated 1 package:"
+        ],
+        "{update}"
+    );
+    assert_eq!(installed_binary(&next, &node_modules), bin, "the same path");
+    let out = ws.command(&bin).arg("--version").output().unwrap();
+    assert_ok("pi-forge --version", &out);
+    assert_eq!(stdout(&out), next.version_line(&bin));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(node_modules.join("pi-forge/package.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["version"], json!(next.version));
+
+    // The old editor notices its binary was replaced (it checks every 2 s) and stops.
+    let stopped = poll(Duration::from_secs(10), || {
+        (!forge_processes(&ws).contains(&old)).then_some(())
+    });
+    assert!(
+        stopped.is_some(),
+        "the editor of version {} still runs 10 s after pi update: {:?}",
+        package.version,
+        forge_processes(&ws)
+    );
+    assert_eq!(ws.editor(), None, "the old editor removed its state file");
+
+    let authority = forge_ui_runs(&ws, &mut pi, &bin);
+    let new = ws.editor_pid().expect("the new editor's pid");
+    assert_ne!(new, old);
+    assert_eq!(forge_processes(&ws), [new], "one editor runs");
+    let (status, meta) = ws.api("GET", "/api/meta", "");
+    assert_eq!((status, &meta["version"]), (200, &json!(next.version)));
+    // The session's stack-state entry came with the new hello: Preset lean is still active.
+    a_lean_prompt_is_sent_as_preview_compiles(
+        &ws,
+        &mut pi,
+        &[("user", "hello there"), ("assistant", "ok from fake")],
+        "after the update",
+    );
+    assert_status(&mut pi, &authority, &next, &bin);
+
+    // Pi quits; the editor it started keeps running until `pi remove` takes its binary away.
+    pi.quit();
+    assert_eq!(forge_processes(&ws), [new], "the editor outlives Pi");
+    let out = ws.pi_cli(&["remove", "npm:pi-forge"], &[]);
+    assert_ok("pi remove npm:pi-forge", &out);
+    assert_eq!(
+        stdout(&out).lines().last(),
+        Some("Removed npm:pi-forge"),
+        "{}",
+        stdout(&out)
+    );
+    let gone = poll(Duration::from_secs(10), || {
+        forge_processes(&ws).is_empty().then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "pi-forge processes left 10 s after pi remove: {:?}",
+        forge_processes(&ws)
+    );
+    let run: Vec<PathBuf> = std::fs::read_dir(ws.root.path().join("run/pi-forge"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        run,
+        Vec::<PathBuf>::new(),
+        "no state file or launch page left"
+    );
+    assert!(
+        !node_modules.join("pi-forge").exists(),
+        "pi-forge is still installed"
+    );
+    // npm uninstall leaves the scope's folder, empty: nothing of the platform package is left.
+    assert_eq!(
+        walkdir(&node_modules.join("@pi-forge")),
+        Vec::<PathBuf>::new()
+    );
+    assert!(!bin.exists());
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(ws.agent().join("settings.json")).unwrap()).unwrap();
+    assert_eq!(settings, json!({"packages": []}));
+    assert_eq!(
+        std::fs::read_to_string(ws.project().join(".pi/forge/prompt-stacks/lean.json")).unwrap(),
+        LEAN
+    );
 }
 
 /// A Pi session that recorded Preset `lean`, then quit; the extension is the npm package's, the

@@ -800,7 +800,7 @@ mod server {
             .collect();
         let facts = json!({"tools": tools, "activeTools": ["read", "bash", "edit", "write"],
                            "systemPrompt": "Pi's own prompt.", "model": {"provider": "fake", "id": "fake-1"}, "thinkingLevel": "off"});
-        let hello = json!({"protocol": crate::live::PROTOCOL, "extensionVersion": env!("CARGO_PKG_VERSION"), "piVersion": "1.6.0",
+        let hello = json!({"protocol": crate::live::PROTOCOL, "extensionVersion": crate::VERSION, "piVersion": "1.6.0",
                            "mode": "rpc", "hasUI": true, "cwd": env.project.display().to_string(), "sessionId": "bench",
                            "projectTrusted": true, "facts": facts, "entries": []});
         let welcome: Value = serde_json::from_slice(&server.expect_ok(

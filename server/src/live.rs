@@ -340,8 +340,8 @@ impl LiveHub {
                 session: Some(LiveSession {
                     pi_version: host.info.pi_version.clone(),
                     extension_version: host.info.extension_version.clone(),
-                    server_version: env!("CARGO_PKG_VERSION").to_string(),
-                    version_mismatch: host.info.extension_version != env!("CARGO_PKG_VERSION"),
+                    server_version: crate::VERSION.to_string(),
+                    version_mismatch: host.info.extension_version != crate::VERSION,
                     mode: host.info.mode.clone(),
                     session_id: host.info.session_id.clone(),
                     session_file: host.info.session_file.clone(),

@@ -1,6 +1,10 @@
 //! `pi-forge`: the command-line entry point. Each module owns one concern.
 #![forbid(unsafe_code)]
 
+/// The version this binary reports (`--version`, the hello, the state file): the package
+/// version unless a test package was built with another (server/build.rs).
+pub(crate) const VERSION: &str = env!("PI_FORGE_VERSION");
+
 mod agent;
 mod bench;
 mod cli;
@@ -33,12 +37,7 @@ fn parse_cli() -> cli::Cli {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "(path unknown)".to_string());
     let version: &'static str = Box::leak(
-        format!(
-            "{} ({}) {path}",
-            env!("CARGO_PKG_VERSION"),
-            env!("PI_FORGE_TARGET")
-        )
-        .into_boxed_str(),
+        format!("{} ({}) {path}", crate::VERSION, env!("PI_FORGE_TARGET")).into_boxed_str(),
     );
     let matches = cli::Cli::command().version(version).get_matches();
     cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())

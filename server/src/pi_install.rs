@@ -42,7 +42,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 fn package_json() -> Result<String> {
     let mut value: serde_json::Value =
         serde_json::from_str(PACKAGE_JSON).context("the embedded package.json is not JSON")?;
-    value["version"] = serde_json::Value::from(env!("CARGO_PKG_VERSION"));
+    value["version"] = serde_json::Value::from(crate::VERSION);
     Ok(forge_core::json::to_pretty(&value))
 }
 
@@ -53,7 +53,7 @@ fn install(dir: &Path) -> Result<()> {
         .and_then(std::fs::canonicalize)
         .context("cannot find this pi-forge binary's path")?;
     let install = serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
+        "version": crate::VERSION,
         "bin": bin.display().to_string(),
     });
     write_atomic(&dir.join("index.ts"), INDEX_TS)?;
@@ -80,7 +80,7 @@ pub fn run(dir: Option<&Path>, print_path: bool) -> Result<ExitCode> {
     let verb = if upgrade { "Updated" } else { "Installed" };
     println!(
         "{verb} the pi-forge extension {} in {}",
-        env!("CARGO_PKG_VERSION"),
+        crate::VERSION,
         folder.display()
     );
     println!("Pi loads it in every new session. In Pi, type /forge ui to open the editor.");

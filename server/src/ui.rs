@@ -79,7 +79,7 @@ pub fn run(opts: UiOptions) -> Result<ExitCode> {
     if let Some(record) = read_record(&state_path) {
         if is_running(&record, &project) {
             let same_port = wanted_port.is_none_or(|p| p == record.port);
-            let same_version = record.version == env!("CARGO_PKG_VERSION");
+            let same_version = record.version == crate::VERSION;
             if !opts.restart && same_port && same_version {
                 print_url(&record.url)?;
                 eprintln!(
@@ -515,7 +515,7 @@ async fn serve_async(
             url: url.clone(),
             project: paths.project.display().to_string(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: crate::VERSION.to_string(),
         };
         write_record(state_path, &record)?;
     }
@@ -590,10 +590,15 @@ async fn serve_async(
             }
         },
     };
+    // The state file and the launch page (whoever wrote it: this server or `pi-forge ui open`)
+    // go with this server, unless a newer server of the project took their place.
     if let Some(state_path) = &state_path {
+        let ours = read_record(state_path).is_none_or(|r| r.pid == std::process::id());
         remove_record(state_path, Some(std::process::id()));
-    }
-    if let Some(launch) = &launch {
+        if ours {
+            let _ = std::fs::remove_file(launch_file(state_path));
+        }
+    } else if let Some(launch) = &launch {
         let _ = std::fs::remove_file(launch);
     }
     // The watcher's callback may be waiting on this runtime: stop it off the async threads.

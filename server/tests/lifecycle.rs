@@ -274,6 +274,40 @@ fn the_browser_opens_a_user_only_launch_page_and_never_sees_the_token() {
     assert!(!page.exists());
 }
 
+/// The launch page `pi-forge ui open` writes for a running server (what `/forge ui` in Pi runs)
+/// goes when that server stops: no file holding the token outlives the editor.
+#[cfg(unix)]
+#[test]
+fn the_launch_page_of_ui_open_goes_with_the_server() {
+    let dirs = Dirs::new();
+    let mut server = Server::start(&dirs, &[], &[]);
+    let project = dirs.project();
+    let out = dirs
+        .command(&["ui", "open", "--project", project.to_str().unwrap()])
+        .env("PI_FORGE_BROWSER", "/bin/true")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = dirs.state_files();
+    assert_eq!(state.len(), 1);
+    let stem = state[0].file_stem().unwrap().to_str().unwrap().to_string();
+    let page = state[0].with_file_name(format!("{stem}-open.html"));
+    let html = std::fs::read_to_string(&page).expect("ui open wrote the launch page");
+    assert!(html.contains(&format!("url={}", server.url)), "{html}");
+    let pid = server.child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+    assert!(!page.exists(), "{} outlived the server", page.display());
+    assert_eq!(dirs.state_files(), Vec::<std::path::PathBuf>::new());
+}
+
 /// A copy of the pi-forge binary in the test's folder, which the test may remove or replace.
 fn own_binary(dirs: &Dirs) -> std::path::PathBuf {
     let copy = dirs.root.path().join("bin/pi-forge");

@@ -44,11 +44,13 @@ COMMANDS:
                      (first visit and reload; the Payloads surface on a 5 MB capture; keystroke
                      to highlight on a 100 KB template; NAVBENCH_BASELINE=<pi-forge> adds an
                      older build); print the JSON
-    package [--target T]
+    package [--target T] [--version V]
                      Build the npm packages `pi install npm:pi-forge` installs: the web bundle,
                      the stripped release binary (profile dist; default target: this machine's,
                      x86_64-unknown-linux-musl on Linux x64), the folders and `npm pack`
-                     tarballs in <target dir>/package/ (see docs/distribution.md)
+                     tarballs in <target dir>/package/ (see docs/distribution.md). --version V:
+                     a test package that is version V throughout (binary, manifests), in
+                     <target dir>/package/V/; CI builds the next patch version for `pi update`
     help             Print this text
 ";
 
@@ -1474,11 +1476,16 @@ fn ci(ctx: &Ctx) -> Result {
     })?;
     stage("dist", &mut || dist(ctx).map(drop))?;
     // The npm packages of this machine's platform, which the package tests install from a
-    // local registry (e2e/tests/pi_package.rs).
+    // local registry (e2e/tests/pi_package.rs), and the same packages as the next patch
+    // version, which its upgrade test publishes for `pi update`.
     stage(
         "package (npm tarballs)",
         &mut || match package::host_platform() {
-            Some(platform) => package::build(ctx, platform),
+            Some(platform) => {
+                package::build(ctx, platform, None)?;
+                let next = package::next_patch(&package::workspace_version(&ctx.root)?)?;
+                package::build(ctx, platform, Some(&next))
+            }
             None => fail("pi-forge builds no npm platform package on this machine"),
         },
     )?;

@@ -211,6 +211,22 @@ fn with_repository(manifest: &str) -> String {
     }
 }
 
+/// The main manifest with its version and every platform pin (which [`drift`] checked are
+/// `workspace`) set to `version`.
+fn with_version(manifest: &str, workspace: &str, version: &str) -> String {
+    let mut out = manifest.replace(
+        &format!("\"version\": \"{workspace}\""),
+        &format!("\"version\": \"{version}\""),
+    );
+    for p in PLATFORMS {
+        out = out.replace(
+            &format!("\"{}\": \"{workspace}\"", p.package()),
+            &format!("\"{}\": \"{version}\"", p.package()),
+        );
+    }
+    out
+}
+
 fn copy(from: &Path, to: &Path) -> Result {
     if let Some(dir) = to.parent() {
         create_dir(dir)?;
@@ -263,32 +279,63 @@ fn npm_pack(folder: &Path, out: &Path) -> Result<String> {
         })
 }
 
-fn parse_target(args: &[String]) -> Result<&'static Platform> {
+/// What `cargo xtask package` was asked for.
+pub(crate) struct Request {
+    pub platform: &'static Platform,
+    /// `--version V`: a test package of another version (the upgrade test publishes one).
+    pub version: Option<String>,
+}
+
+const USAGE: &str = "usage: cargo xtask package [--target <rust target>] [--version <x.y.z>]";
+
+fn parse_args(args: &[String]) -> Result<Request> {
     let mut target: Option<String> = None;
+    let mut version: Option<String> = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        if let Some(value) = arg.strip_prefix("--target=") {
-            target = Some(value.to_string());
-        } else if arg == "--target" {
-            target = Some(rest.next().cloned().ok_or_else(|| Failure {
-                message: "--target needs a value".into(),
-                hint: Some(targets_hint()),
-            })?);
-        } else {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        let slot = match name {
+            "--target" => &mut target,
+            "--version" => &mut version,
+            _ => {
+                return fail_with_hint(
+                    format!("unknown argument `{arg}` for `cargo xtask package`"),
+                    USAGE,
+                )
+            }
+        };
+        let value = match inline {
+            Some(value) => value,
+            None => rest.next().cloned().ok_or_else(|| Failure {
+                message: format!("{name} needs a value"),
+                hint: Some(if name == "--target" {
+                    targets_hint()
+                } else {
+                    USAGE.to_string()
+                }),
+            })?,
+        };
+        *slot = Some(value);
+    }
+    if let Some(v) = &version {
+        if !is_release_version(v) {
             return fail_with_hint(
-                format!("unknown argument `{arg}` for `cargo xtask package`"),
-                "usage: cargo xtask package [--target <rust target>]",
+                format!("--version {v:?} is not a release version"),
+                "three numbers, as 1.2.3 (npm installs a prerelease only when asked for it)",
             );
         }
     }
-    match target {
+    let platform = match target {
         Some(t) => PLATFORMS
             .iter()
             .find(|p| p.target == t)
             .ok_or_else(|| Failure {
                 message: format!("no npm platform package is built from target `{t}`"),
                 hint: Some(targets_hint()),
-            }),
+            })?,
         None => host_platform().ok_or_else(|| Failure {
             message: format!(
                 "pi-forge publishes no package for this machine ({}-{})",
@@ -296,7 +343,35 @@ fn parse_target(args: &[String]) -> Result<&'static Platform> {
                 env::consts::ARCH
             ),
             hint: Some(targets_hint()),
-        }),
+        })?,
+    };
+    Ok(Request { platform, version })
+}
+
+/// `1.2.3`: three numbers without leading zeros.
+fn is_release_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && (p.len() == 1 || !p.starts_with('0'))
+        })
+}
+
+/// The version after `version` by its last number (`0.1.0` → `0.1.1`): what CI builds the
+/// upgrade test's package as.
+pub(crate) fn next_patch(version: &str) -> Result<String> {
+    let parts: Vec<&str> = version.split('.').collect();
+    match (parts.as_slice(), is_release_version(version)) {
+        ([major, minor, patch], true) => {
+            let patch: u64 = patch.parse().map_err(|_| Failure {
+                message: format!("version {version:?} has no patch number"),
+                hint: None,
+            })?;
+            Ok(format!("{major}.{minor}.{}", patch + 1))
+        }
+        _ => fail(format!("the workspace version {version:?} is not x.y.z")),
     }
 }
 
@@ -342,29 +417,41 @@ pub(crate) fn ensure_build_tools(ctx: &Ctx, platform: Option<&'static Platform>)
 
 /// `cargo xtask package [--target T]`.
 pub(crate) fn package(ctx: &Ctx, args: &[String]) -> Result {
-    let platform = parse_target(args)?;
+    let request = parse_args(args)?;
     dist(ctx)?;
-    build(ctx, platform)
+    build(ctx, request.platform, request.version.as_deref())
 }
 
 /// The packages of `platform` from the web bundle already in `assets/dist` (CI builds it in
-/// its own step).
-pub(crate) fn build(ctx: &Ctx, platform: &'static Platform) -> Result {
+/// its own step), in `<target dir>/package/`. With `version` (not the workspace's), a test
+/// package of that version instead, in `<target dir>/package/<version>/`: the binary reports
+/// it and both manifests carry it (server/build.rs, `PI_FORGE_BUILD_VERSION`).
+pub(crate) fn build(ctx: &Ctx, platform: &'static Platform, version: Option<&str>) -> Result {
     let started = Instant::now();
-    let version = workspace_version(&ctx.root)?;
-    let problems = drift(&ctx.root, &version)?;
+    let workspace = workspace_version(&ctx.root)?;
+    let problems = drift(&ctx.root, &workspace)?;
     if !problems.is_empty() {
         return fail_with_hint(
             format!("package versions drifted:\n  {}", problems.join("\n  ")),
             "every version is the workspace version in Cargo.toml; update packaging/npm/pi-forge/package.json",
         );
     }
+    if version == Some(workspace.as_str()) {
+        return fail_with_hint(
+            format!("--version {workspace} is the workspace version"),
+            "leave --version out to build the release packages",
+        );
+    }
+    let test_build = version.is_some();
+    let version = version.unwrap_or(&workspace).to_string();
     ensure_build_tools(ctx, Some(platform))?;
     step(&format!(
-        "building pi-forge {version} for {} (profile {PROFILE}: release, stripped)",
-        platform.target
+        "building pi-forge {version} for {} (profile {PROFILE}: release, stripped{})",
+        platform.target,
+        if test_build { "; a test package" } else { "" }
     ));
-    run(ctx.cargo().args([
+    let mut cargo = ctx.cargo();
+    cargo.args([
         "build",
         "--locked",
         "-p",
@@ -373,13 +460,23 @@ pub(crate) fn build(ctx: &Ctx, platform: &'static Platform) -> Result {
         PROFILE,
         "--target",
         platform.target,
-    ]))?;
+    ]);
+    if test_build {
+        cargo.env("PI_FORGE_BUILD_VERSION", &version);
+    } else {
+        cargo.env_remove("PI_FORGE_BUILD_VERSION");
+    }
+    run(&mut cargo)?;
     let target = target_dir(ctx)?;
     let built = target
         .join(platform.target)
         .join(PROFILE)
         .join(platform.exe);
-    let out = target.join("package");
+    let out = if test_build {
+        target.join("package").join(&version)
+    } else {
+        target.join("package")
+    };
     let npm = out.join("npm");
     if npm.exists() {
         fs::remove_dir_all(&npm).map_err(|e| io_failure("remove", &npm, e))?;
@@ -402,7 +499,7 @@ pub(crate) fn build(ctx: &Ctx, platform: &'static Platform) -> Result {
         fs::read_to_string(&manifest_path).map_err(|e| io_failure("read", &manifest_path, e))?;
     write_file(
         &main.join("package.json"),
-        with_repository(&manifest).as_bytes(),
+        with_repository(&with_version(&manifest, &workspace, &version)).as_bytes(),
     )?;
     make_executable(&main.join("bin/pi-forge.js"))?;
     copy(&ctx.root.join("LICENSE"), &main.join("LICENSE"))?;
@@ -488,6 +585,98 @@ mod tests {
         assert_eq!(
             problems[1],
             "packaging/npm/pi-forge/package.json does not pin @pi-forge/cli-linux-x64 to 9.9.9"
+        );
+    }
+
+    #[test]
+    fn a_test_version_replaces_the_version_and_every_pin() {
+        let template =
+            fs::read_to_string(root().join("packaging/npm/pi-forge/package.json")).unwrap();
+        let v = env!("CARGO_PKG_VERSION");
+        let next = next_patch(v).unwrap();
+        let out = with_version(&template, v, &next);
+        assert_eq!(drift_of(&out, &next), Vec::<String>::new());
+        assert_eq!(
+            out.matches(&format!("\"{next}\"")).count(),
+            1 + PLATFORMS.len()
+        );
+        assert!(!out.contains(&format!("\"{v}\"")), "{out}");
+    }
+
+    /// [`drift`] of a manifest text (the launcher and extension tables as checked in).
+    fn drift_of(manifest: &str, version: &str) -> Vec<String> {
+        let dir = tempfile_dir();
+        for rel in [
+            "packaging/npm/pi-forge/bin/pi-forge.js",
+            "assets/pi-extension/index.ts",
+        ] {
+            let to = dir.join(rel);
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(root().join(rel), to).unwrap();
+        }
+        fs::write(dir.join("packaging/npm/pi-forge/package.json"), manifest).unwrap();
+        let problems = drift(&dir, version).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        problems
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = env::temp_dir().join(format!(
+            "xtask-package-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn next_patch_and_release_versions() {
+        assert_eq!(next_patch("0.1.0").unwrap(), "0.1.1");
+        assert_eq!(next_patch("1.9.19").unwrap(), "1.9.20");
+        assert!(next_patch("1.0.0-rc.1").is_err());
+        for good in ["0.1.1", "10.0.0", "1.2.30"] {
+            assert!(is_release_version(good), "{good}");
+        }
+        for bad in [
+            "0.1",
+            "0.1.1-rc.1",
+            "01.2.3",
+            "1..2",
+            "a.b.c",
+            "1.2.3.4",
+            "",
+        ] {
+            assert!(!is_release_version(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn package_arguments() {
+        let args = |a: &[&str]| parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let r = args(&["--target", "x86_64-pc-windows-msvc", "--version=2.0.0"]).unwrap();
+        assert_eq!(
+            (r.platform.platform, r.version.as_deref()),
+            ("win32-x64", Some("2.0.0"))
+        );
+        let r = args(&["--target=aarch64-apple-darwin"]).unwrap();
+        assert_eq!((r.platform.platform, r.version), ("darwin-arm64", None));
+        let message = |a: &[&str]| match args(a) {
+            Err(f) => f.message,
+            Ok(_) => panic!("{a:?} was accepted"),
+        };
+        assert_eq!(message(&["--version"]), "--version needs a value");
+        assert_eq!(
+            message(&["--version", "2.0"]),
+            "--version \"2.0\" is not a release version"
+        );
+        assert_eq!(
+            message(&["--target", "x"]),
+            "no npm platform package is built from target `x`"
+        );
+        assert_eq!(
+            message(&["--fast"]),
+            "unknown argument `--fast` for `cargo xtask package`"
         );
     }
 

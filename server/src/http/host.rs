@@ -132,7 +132,7 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
     if fresh && trusted {
         super::profiles::auto_apply(std::sync::Arc::clone(&state));
     }
-    let server_version = env!("CARGO_PKG_VERSION");
+    let server_version = crate::VERSION;
     let mut answer = capability_state::host_mirror(&state, &welcome.host_id, &session_id)?;
     answer.extend(
         json!({

@@ -43,7 +43,7 @@ pub fn routes() -> Router<AppState> {
 async fn meta(State(state): State<AppState>) -> Response {
     ok_typed(&Meta {
         name: "pi-forge".to_string(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
+        version: crate::VERSION.to_string(),
         features: FEATURES.iter().map(|f| f.to_string()).collect(),
         trusted: state.ws.trusted(),
         live_host: state.live.connected(),
