@@ -537,7 +537,7 @@ fn forge_processes(ws: &Workspace) -> Vec<u32> {
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
         let program = args.first().map(String::as_str).unwrap_or_default();
-        let serves_project = program.ends_with("pi-forge") && args.iter().any(|a| *a == project);
+        let serves_project = program.ends_with("pi-forge") && args.contains(&project);
         if (exe.starts_with(&root) && exe.contains("pi-forge")) || serves_project {
             found.push(pid);
         }
