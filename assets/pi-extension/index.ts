@@ -505,7 +505,7 @@ export default function piForge(pi: ExtensionAPI) {
 		activeStackId = typeof welcome.activeStackId === "string" ? welcome.activeStackId : null;
 		if (welcome.versionMismatch === true && ctx.hasUI) {
 			ctx.ui.notify(
-				`pi-forge: the extension (${install().version}) and the server (${String(welcome.serverVersion)}) differ; run \`pi-forge pi install\` to update the extension.`,
+				`pi-forge: the extension (${install().version}) and the server (${String(welcome.serverVersion)}) differ. Update both from one place: \`pi update npm:pi-forge\` for the npm package, \`pi-forge pi install\` for a binary built from source.`,
 				"warning",
 			);
 		}

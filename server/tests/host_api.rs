@@ -70,7 +70,7 @@ fn malformed_host_messages_are_refused_and_change_nothing() {
     assert_eq!(body["code"], "protocol_mismatch");
     assert_eq!(
         body["error"],
-        "This pi-forge server speaks host protocol 1, the extension sent 7. Run `pi-forge pi install` to update the extension."
+        "This pi-forge server speaks host protocol 1, the extension sent 7. Update both from one place: `pi update npm:pi-forge` for the npm package, `pi-forge pi install` for a binary built from source."
     );
 
     let mut bad = hello("s1");

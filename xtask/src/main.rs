@@ -223,8 +223,15 @@ impl Ctx {
         self.root.join("tools")
     }
 
+    /// binaryen's wasm-opt as npm links it (`wasm-opt.cmd` on Windows, which Command runs
+    /// only when named with its extension).
     fn wasm_opt(&self) -> PathBuf {
-        self.tools_dir().join("node_modules/.bin/wasm-opt")
+        let name = if cfg!(windows) {
+            "wasm-opt.cmd"
+        } else {
+            "wasm-opt"
+        };
+        self.tools_dir().join("node_modules/.bin").join(name)
     }
 
     /// `$PI_FORGE_TOOLS_DIR`, else `$XDG_CACHE_HOME/pi-forge/tools`, else
@@ -555,7 +562,7 @@ fn npm_ci_stamped(source_dir: &Path, install_dir: &Path, check: &Path, label: &s
         "installing pinned npm packages for {label} in {} (npm ci)",
         install_dir.display()
     ));
-    run(Command::new("npm")
+    run(npm()
         .args(["ci", "--no-audit", "--no-fund"])
         .current_dir(install_dir))
     .map_err(|f| {
@@ -1713,19 +1720,26 @@ fn capture(cmd: &mut Command) -> Result<String> {
     }
 }
 
-/// Every copy of a program on PATH, then in $CARGO_HOME/bin (cargo install's destination).
+/// npm: `npm.cmd` on Windows (Command finds only `.exe` files by a bare name).
+fn npm() -> Command {
+    Command::new(if cfg!(windows) { "npm.cmd" } else { "npm" })
+}
+
+/// Every copy of a program on PATH, then in $CARGO_HOME/bin (cargo install's destination);
+/// `name` without the platform's executable suffix (`.exe` on Windows).
 fn find_programs(name: &str) -> Vec<PathBuf> {
+    let name = format!("{name}{}", env::consts::EXE_SUFFIX);
     let mut dirs: Vec<PathBuf> = env::var_os("PATH")
         .map(|p| env::split_paths(&p).collect())
         .unwrap_or_default();
     if let Some(home) = env::var_os("CARGO_HOME") {
         dirs.push(PathBuf::from(home).join("bin"));
     }
-    if let Some(home) = env::var_os("HOME") {
+    if let Some(home) = env::var_os("HOME").or_else(|| env::var_os("USERPROFILE")) {
         dirs.push(PathBuf::from(home).join(".cargo/bin"));
     }
     let mut found: Vec<PathBuf> = Vec::new();
-    for path in dirs.into_iter().map(|d| d.join(name)) {
+    for path in dirs.into_iter().map(|d| d.join(&name)) {
         let canonical = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if path.is_file()
             && !found

@@ -253,7 +253,7 @@ fn make_executable(_path: &Path) -> Result {
 /// `npm pack` of `folder` into `out`; the tarball's file name.
 fn npm_pack(folder: &Path, out: &Path) -> Result<String> {
     let listing = capture(
-        Command::new("npm")
+        npm()
             .args(["pack", "--silent", "--pack-destination"])
             .arg(out)
             .current_dir(folder),

@@ -79,7 +79,7 @@ pub(crate) fn ensure_verdaccio(ctx: &Ctx) -> Result<PathBuf> {
         message: format!("cannot put {} first on PATH: {e}", node_bin.display()),
         hint: None,
     })?;
-    run(Command::new("npm")
+    run(npm()
         .args(["ci", "--no-audit", "--no-fund"])
         .env("PATH", path)
         .current_dir(&dir))

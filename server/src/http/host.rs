@@ -112,7 +112,7 @@ async fn hello(State(state): State<AppState>, HostBody(body): HostBody) -> ApiRe
             StatusCode::BAD_REQUEST,
             "protocol_mismatch",
             format!(
-                "This pi-forge server speaks host protocol {}, the extension sent {}. Run `pi-forge pi install` to update the extension.",
+                "This pi-forge server speaks host protocol {}, the extension sent {}. Update both from one place: `pi update npm:pi-forge` for the npm package, `pi-forge pi install` for a binary built from source.",
                 live::PROTOCOL,
                 protocol.map_or("none".to_string(), |p| p.to_string())
             ),
