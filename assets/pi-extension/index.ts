@@ -325,7 +325,7 @@ export default function piForge(pi: ExtensionAPI) {
 				mirrorCapabilities(command);
 				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
 				if (!activeStackId) allowedTools = null;
-				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
+				setTools(command.tools);
 				status(ctx);
 				return { ok: true, activeTools: pi.getActiveTools() };
 			}
@@ -340,7 +340,7 @@ export default function piForge(pi: ExtensionAPI) {
 					if (!(await pi.setModel(model))) return { ok: false, error: `Pi has no credentials for ${provider}/${id}.` };
 				}
 				pi.setThinkingLevel(command.thinkingLevel as Parameters<typeof pi.setThinkingLevel>[0]);
-				if (Array.isArray(command.tools)) pi.setActiveTools(command.tools.filter((t): t is string => typeof t === "string"));
+				setTools(command.tools);
 				applyEntries(command.entries);
 				mirrorCapabilities(command);
 				activeStackId = typeof command.activeStackId === "string" ? command.activeStackId : null;
@@ -396,13 +396,16 @@ export default function piForge(pi: ExtensionAPI) {
 		}
 	}
 
-	/** The review of a subagent plan: approve, view the full prompt (read-only), or reject. */
+	/**
+	 * The review of a subagent plan: reject, view the full prompt (read-only), or approve. Pi's
+	 * selector starts on the first option, so Reject comes first: Enter alone never approves.
+	 */
 	async function reviewPlan(ctx: ExtensionContext, command: Obj, signal: AbortSignal) {
 		const runId = String(command.runId);
 		let viewed = false;
 		for (;;) {
 			if (signal.aborted) return;
-			const choice = await ctx.ui.select(String(command.review), ["Approve and run", "View full prompt", "Reject"], { signal });
+			const choice = await ctx.ui.select(String(command.review), ["Reject", "View full prompt", "Approve and run"], { signal });
 			if (signal.aborted) return;
 			if (choice === "View full prompt") {
 				viewed = true;
@@ -606,12 +609,14 @@ export default function piForge(pi: ExtensionAPI) {
 		promptStack = null;
 		promptRequest = 0;
 		let c = conn;
-		if (!c && activeStackId) {
-			// One attempt to reach (or start) the server again before refusing the prompt.
+		if (!c && (activeStackId || capabilityText)) {
+			// One attempt to reach (or start) the server again before refusing the prompt: the
+			// same rule as every /forge and /capability command.
 			c = await connect(ctx).catch(() => undefined);
 			if (!c) {
 				const why = sentence(connectError ?? "The connection was lost");
-				fail(ctx, `pi-forge: Preset ${activeStackId} is active but the pi-forge server is not reachable, so nothing was sent. ${why}`);
+				const what = activeStackId ? `Preset ${activeStackId} is active` : "capabilities are active";
+				fail(ctx, `pi-forge: ${what} but the pi-forge server is not reachable, so nothing was sent. ${why}`);
 				return;
 			}
 		}
@@ -686,7 +691,9 @@ export default function piForge(pi: ExtensionAPI) {
 	pi.on("context_with_system", async (event, ctx) => {
 		const c = conn;
 		if (!capabilityText) return;
-		if (!c) return fail(ctx, "pi-forge: capabilities are active but the pi-forge server is not reachable, so nothing was sent. Run /forge ui to reconnect.");
+		// The prompt started connected (see before_agent_start); a server lost since then is not
+		// replaced mid-prompt.
+		if (!c) return fail(ctx, "pi-forge: the connection to the pi-forge server was lost during this prompt, so the request with the active capabilities was not sent. Send the prompt again: it starts the editor again.");
 		try {
 			const roles = event.messages.map((m) => String((m as { role?: unknown }).role ?? ""));
 			const answer = await call(c, "POST", `/api/host/${c.hostId}/system-context`, { sessionId: c.sessionId, roles }, TURN_TIMEOUT_MS);
@@ -1037,6 +1044,7 @@ export default function piForge(pi: ExtensionAPI) {
 		label: "pi-forge subagent profiles",
 		description:
 			"List the agent profiles you may delegate a read-only task to with forge_subagent: id, model, thinking level, Preset and whether it is ready. Every run needs a person's approval of the exact prompt first.",
+		promptSnippet: "List the agent profiles you may delegate a read-only task to",
 		parameters: Type.Object({}, { additionalProperties: false }),
 		defaultActive: false,
 		async execute() {
@@ -1052,6 +1060,8 @@ export default function piForge(pi: ExtensionAPI) {
 		label: "pi-forge subagent",
 		description:
 			"Delegate a read-only task to an agent profile (see forge_subagent_profiles). It runs in a clean child Pi with only read-only tools after a person approved the exact prompt in the pi-forge editor; the answer comes back as the result. Several calls in one turn run in parallel.",
+		promptSnippet: "Delegate a read-only task to an agent profile; runs only after a person approves the exact prompt",
+		promptGuidelines: ["Call forge_subagent_profiles first to pick a ready profile for forge_subagent.", "Give forge_subagent a self-contained task: the child sees none of this conversation."],
 		parameters: Type.Object(
 			{
 				profile: Type.String({ minLength: 1, maxLength: 200 }),
@@ -1075,6 +1085,7 @@ export default function piForge(pi: ExtensionAPI) {
 		label: "pi-forge subagent result",
 		description:
 			"Read the verified result of a subagent run by its run id (from forge_subagent, for example one started with background: true). A run still waiting or running says so.",
+		promptSnippet: "Read the result of a subagent run by its run id",
 		parameters: Type.Object({ runId: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
 		defaultActive: false,
 		async execute(_toolCallId, params) {
@@ -1090,6 +1101,8 @@ export default function piForge(pi: ExtensionAPI) {
 		label: "pi-forge capability",
 		description:
 			"List, inspect, enable or disable the capabilities the active pi-forge Preset lets you use. action: list | status | enable | disable; id: a binding id from list (enable) or an activation id or binding id (disable). Capability text applies from your next request.",
+		promptSnippet: "List, enable or disable the capabilities the active Preset offers",
+		promptGuidelines: ["A capability enabled with forge_capability applies from your next request, not this one."],
 		parameters: Type.Object(
 			{
 				action: Type.Union([Type.Literal("list"), Type.Literal("status"), Type.Literal("enable"), Type.Literal("disable")]),

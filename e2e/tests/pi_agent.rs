@@ -486,7 +486,7 @@ fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
     );
     assert_eq!(
         review["options"],
-        json!(["Approve and run", "View full prompt", "Reject"])
+        json!(["Reject", "View full prompt", "Approve and run"])
     );
     pi.send(
         json!({"type": "extension_ui_response", "id": review["id"], "value": "View full prompt"}),
@@ -518,6 +518,73 @@ fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
     let bodies = ws.model.bodies();
     assert_eq!(bodies.len(), 3, "parent, child, parent");
     assert_eq!(message_texts(&bodies[1])[2].1, "Review src/c.rs");
+}
+
+/// pi-forge's own tools carry a prompt snippet like Pi's built-in ones: a Preset's tools slot
+/// lists `forge_subagent` with its snippet, never "No prompt snippet provided.".
+#[test]
+fn pi_forge_tools_have_prompt_snippets_in_the_tools_slot() {
+    let parent = PARENT.replace(
+        r#"{ "id": "hist", "kind": "slot", "slot": "chat-history" }"#,
+        r#"{ "id": "tools", "kind": "slot", "slot": "tools", "role": "system" },
+    { "id": "hist", "kind": "slot", "slot": "chat-history" }"#,
+    );
+    assert_ne!(parent, PARENT);
+    let (ws, mut pi) = parent_session_with(&parent, SETTINGS);
+    let settled = pi.prompt("which tools?");
+    assert_eq!(settled["aborted"], false);
+    let bodies = ws.model.bodies();
+    let system = message_texts(&bodies[0])
+        .into_iter()
+        .find(|(role, _)| role == "system")
+        .map(|(_, text)| text)
+        .expect("a system message");
+    assert!(
+        system.ends_with(
+            "<available_tools>\n  <tool name=\"read\">Read file contents</tool>\n  <tool name=\"forge_subagent\">Delegate a read-only task to an agent profile; runs only after a person approves the exact prompt</tool>\n</available_tools>"
+        ),
+        "{system}"
+    );
+    assert!(!system.contains("No prompt snippet provided."), "{system}");
+}
+
+/// Pi's selector starts on the first option and Enter picks it (`ExtensionSelector`,
+/// `selectedIndex = 0`): the approval dialog's first option is Reject, so a single Enter
+/// rejects the plan. Over RPC the test answers with that first option, exactly what Enter
+/// picks in the terminal: nothing runs, the child model is never called, and the parent is
+/// told the run was rejected.
+#[test]
+fn enter_alone_in_the_approval_dialog_never_runs_the_child() {
+    let (ws, mut pi) = parent_session();
+    ws.model.call_tool(
+        "forge_subagent",
+        json!({"profile": "reviewer", "task": "Review src/d.rs"}),
+    );
+    pi.send(json!({"type": "prompt", "message": "delegate it"}));
+    let review = pi.wait("the approval dialog", |e| {
+        e["type"] == "extension_ui_request" && e["method"] == "select"
+    });
+    let focused = review["options"][0].clone();
+    assert_eq!(focused, "Reject", "{review}");
+    pi.send(json!({"type": "extension_ui_response", "id": review["id"], "value": focused}));
+    let settled = pi.wait("agent_settled", |e| e["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], false);
+    // A rejected plan never becomes a run, and it no longer waits.
+    let (_, runs) = ws.api("GET", "/api/agent/runs", "");
+    assert_eq!(runs["runs"], json!([]), "{runs}");
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    assert_eq!(plans["plans"], json!([]), "{plans}");
+    let bodies = ws.model.bodies();
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the parent's two requests, no child request"
+    );
+    let last = message_texts(&bodies[1]);
+    assert_eq!(
+        last.last().unwrap().1,
+        "Subagent run rejected by the human before provider transport."
+    );
 }
 
 #[test]

@@ -233,6 +233,101 @@ fn enabling_in_the_browser_reaches_the_next_request_and_disabling_removes_it() {
     );
 }
 
+/// The tools' order is part of the provider's cacheable prefix. Pi 1.6 declares tools in the
+/// transcript (system messages with `toolsAdded` / `toolsRemoved`) and sends their replay, so
+/// a tool that becomes active again goes last, after the ones that stayed. pi-forge hands Pi
+/// the effective list in the baseline's order (the capability state says `read, bash, edit,
+/// write` after the disable) and never reorders what stays: the tools common to two requests
+/// keep their order, so the longest prefix Pi allows survives each change.
+#[test]
+fn tools_that_stay_keep_their_order_across_a_capability_on_and_off() {
+    let ws = workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    pi.prompt("before");
+    let before = pi::tool_order(&ws.model.bodies()[0]);
+    assert_eq!(before, ["read", "bash", "edit", "write"]);
+
+    let (status, body) = enable(&ws, "capability", "project:reviewer");
+    assert_eq!(status, 200, "{body}");
+    let activation = body["state"]["active"][0]["activationId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    pi.prompt("with the reviewer");
+    assert_eq!(
+        pi::tool_order(&ws.model.bodies()[1]),
+        ["read", "edit", "write", "grep"]
+    );
+
+    let guard = state(&ws)["guard"].clone();
+    let body = json!({"action": "disable", "activationId": activation, "guard": guard});
+    let (status, answer) = ws.api("POST", "/api/capability-state", &body.to_string());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["state"]["effectiveTools"],
+        json!(["read", "bash", "edit", "write"])
+    );
+    pi.prompt("after");
+    assert_eq!(
+        pi::tool_order(&ws.model.bodies()[2]),
+        ["read", "edit", "write", "bash"]
+    );
+}
+
+/// One rule for reaching the editor: a prompt that needs it (a capability is active) starts it
+/// again when it died, as every `/forge` and `/capability` command does; the request then
+/// carries the capability as before.
+#[test]
+fn a_prompt_with_an_active_capability_starts_a_dead_editor_again() {
+    let ws = workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, body) = enable(&ws, "capability", "project:reviewer");
+    assert_eq!(status, 200, "{body}");
+    let activation = body["state"]["active"][0]["activationId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let old = ws.editor_pid().expect("the editor");
+    std::process::Command::new("kill")
+        .args(["-KILL", &old.to_string()])
+        .status()
+        .unwrap();
+    let gone = pi::poll(std::time::Duration::from_secs(10), || {
+        (!std::path::Path::new(&format!("/proc/{old}")).exists()).then_some(())
+    });
+    assert_eq!(gone, Some(()));
+    // Pi notices the stream's end (its status line changes); then the prompt.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let settled = pi.prompt("after the crash");
+    assert_eq!(
+        settled["aborted"],
+        false,
+        "{:?}",
+        pi.seen
+            .iter()
+            .filter(|e| e["method"] == "notify")
+            .collect::<Vec<_>>()
+    );
+    let new = ws.editor_pid().expect("a new editor");
+    assert_ne!(new, old);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1);
+    let sent = message_texts(&bodies[0]);
+    assert_eq!(
+        sent[1],
+        (
+            "user".to_string(),
+            user_notice(&[reviewer_block(&activation)])
+        )
+    );
+    assert_eq!(
+        tool_names(&bodies[0]),
+        sorted(&["read", "edit", "write", "grep"])
+    );
+}
+
 #[test]
 fn a_model_that_accepts_system_messages_gets_a_native_system_message() {
     let native = json!({"id": "fake-native", "name": "fake-native", "reasoning": false, "input": ["text"],

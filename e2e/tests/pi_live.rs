@@ -596,3 +596,42 @@ fn forge_commands_apply_a_profile_switch_presets_and_report_status() {
         "usage: /forge ui [stop|restart] | status | preset <id>|off | profile <id> | payload next [save]|clear|on|off | agent plan|run|runs|result|cancel"
     );
 }
+
+/// Issue 42, point 4: a session whose editor another session takes over with `/forge ui
+/// restart` is told at once (the stopping server's notice on its command stream), not at its
+/// next prompt; `/forge ui` there then names the session that has the editor.
+#[test]
+fn a_session_whose_editor_is_taken_over_is_told_at_once() {
+    let ws = lean_workspace();
+    let mut first = ws.pi(&["--no-session"]);
+    first.connected();
+    let (_, live) = ws.api("GET", "/api/live", "");
+    let first_session = live["sessionId"].as_str().unwrap().to_string();
+    let mut second = ws.pi(&["--no-session"]);
+    let busy = second.wait("the busy notice", |e| e["method"] == "notify");
+    assert_eq!(
+        busy["message"],
+        format!("pi-forge: could not connect to the editor server: Another Pi session ({first_session}) is already connected to this project's editor. Use `/forge ui restart` in this session to take over.")
+    );
+    let note = second.command("/forge ui restart");
+    let (authority, _) = ws.editor().expect("the restarted editor");
+    assert_eq!(
+        note,
+        format!("pi-forge editor: http://{authority}/ (opened in your browser)")
+    );
+    let told = first.wait("the notice", |e| e["method"] == "notify")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        told,
+        "pi-forge: the editor server stopped (`pi-forge ui stop`, `/forge ui restart` or a signal), so this session is disconnected. Another session may have taken the editor over: /forge ui connects again (or says which session has it), and a Preset recorded here refuses prompts until then."
+    );
+    let (_, live) = ws.api("GET", "/api/live", "");
+    let second_session = live["sessionId"].as_str().unwrap().to_string();
+    assert_ne!(second_session, first_session);
+    assert_eq!(
+        first.command("/forge ui"),
+        format!("pi-forge: Another Pi session ({second_session}) is already connected to this project's editor. Use `/forge ui restart` in this session to take over.")
+    );
+}

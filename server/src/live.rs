@@ -385,11 +385,25 @@ impl LiveHub {
     ) -> Result<Welcome, LiveError> {
         let mut inner = self.lock();
         if let Some(existing) = &inner.host {
-            if existing.stream.is_some()
-                && existing.info.session_id != hello.session_id
-                && !hello.takeover
-            {
-                return Err(LiveError::HostBusy(existing.info.session_id.clone()));
+            if existing.stream.is_some() && existing.info.session_id != hello.session_id {
+                if !hello.takeover {
+                    return Err(LiveError::HostBusy(existing.info.session_id.clone()));
+                }
+                // The session taken over hears it at once, on its own command stream, before
+                // the stream ends with the host it belonged to.
+                let by = hello
+                    .session_file
+                    .clone()
+                    .unwrap_or_else(|| hello.session_id.clone());
+                let notice = serde_json::json!({
+                    "id": "takeover",
+                    "kind": "notify",
+                    "level": "error",
+                    "message": taken_over_notice(&by),
+                });
+                if let Some(commands) = &existing.commands {
+                    let _ = commands.send(notice);
+                }
             }
         }
         let Restored {
@@ -501,6 +515,22 @@ impl LiveHub {
         }
     }
 
+    /// The server is stopping: every attached host gets `message` as a notice on its command
+    /// stream, and the stream then ends (its sender is dropped).
+    pub fn farewell(&self, message: &str) {
+        let mut inner = self.lock();
+        if let Some(host) = inner.host.as_mut() {
+            if let Some(commands) = host.commands.take() {
+                let _ = commands.send(serde_json::json!({
+                    "id": "farewell",
+                    "kind": "notify",
+                    "level": "error",
+                    "message": message,
+                }));
+            }
+        }
+    }
+
     /// `bye`: the session ended on purpose.
     pub fn bye(&self, id: &str, session_id: &str) -> Result<(), LiveError> {
         let mut inner = self.lock();
@@ -608,6 +638,13 @@ impl LiveHub {
         let _ = tx.send(result);
         Ok(())
     }
+}
+
+/// What a session hears when another one takes over the editor (`/forge ui restart` there).
+pub fn taken_over_notice(by: &str) -> String {
+    format!(
+        "pi-forge: another Pi session ({by}) took over this project's editor with /forge ui restart. This session is no longer connected: a Preset recorded here refuses its prompts until it connects again, and /forge ui restart here takes the editor back."
+    )
 }
 
 fn check(host: Option<&Host>, id: &str, session_id: &str) -> Result<(), LiveError> {

@@ -518,6 +518,9 @@ async fn serve_async(
             version: crate::VERSION.to_string(),
         };
         write_record(state_path, &record)?;
+        // A launch page left by a server that did not stop cleanly holds a dead token: this
+        // server owns the project now, so it goes (a new one is written when a browser opens).
+        let _ = std::fs::remove_file(launch_file(state_path));
     }
     print_url(&url)?;
     if demo {
@@ -562,6 +565,7 @@ async fn serve_async(
         paths.global.clone(),
         stop_rx.clone(),
     ));
+    let live = Arc::clone(&state.live);
     let mut server_stop = stop_rx;
     // No Nagle delay: a response written in several segments (a compiled turn, a conversation)
     // must not wait for the client's delayed ACK (that cost ~40 ms per live turn).
@@ -574,11 +578,17 @@ async fn serve_async(
         })
         .into_future();
     let mut server = tokio::spawn(server);
-    let outcome = tokio::select! {
-        result = &mut server => Some(result),
-        () = shutdown_signal() => None,
-        () = binary_replaced() => None,
+    let (outcome, why) = tokio::select! {
+        result = &mut server => (Some(result), "it failed"),
+        () = shutdown_signal() => (None, "`pi-forge ui stop`, `/forge ui restart` or a signal"),
+        () = binary_replaced() => (None, "its binary was updated or removed"),
     };
+    // Connected Pi sessions hear it at once, on their command streams, before those end.
+    live.farewell(&stopped_notice(why));
+    let waited = std::time::Instant::now();
+    while live.connected() && waited.elapsed() < FAREWELL_WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let _ = stop_tx.send(true);
     let result = match outcome {
         Some(result) => result,
@@ -605,6 +615,16 @@ async fn serve_async(
     tokio::task::spawn_blocking(move || drop(watcher)).await?;
     eprintln!("pi-forge: stopped");
     result?.context("the web server failed")
+}
+
+/// How long a stopping server waits for its Pi sessions' command streams to carry the notice.
+const FAREWELL_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What a connected Pi session is told when this editor stops (`why` names the cause).
+pub fn stopped_notice(why: &str) -> String {
+    format!(
+        "pi-forge: the editor server stopped ({why}), so this session is disconnected. Another session may have taken the editor over: /forge ui connects again (or says which session has it), and a Preset recorded here refuses prompts until then."
+    )
 }
 
 /// How often a running server checks that its own binary is still the one on disk.

@@ -184,7 +184,22 @@ fn a_second_session_is_told_the_project_is_taken() {
     takeover["takeover"] = json!(true);
     let (status, _) = h.post("/api/host/hello", &takeover.to_string());
     assert_eq!(status, StatusCode::OK);
-    drop(stream);
+    // The first session hears it on its stream at once, then the stream ends.
+    let text = stream.text().unwrap();
+    let commands: Vec<serde_json::Value> = text
+        .split("\n\n")
+        .filter(|block| block.starts_with("event: command\n"))
+        .map(|block| serde_json::from_str(block.split_once("data: ").unwrap().1).unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        [json!({
+            "id": "takeover",
+            "kind": "notify",
+            "level": "error",
+            "message": "pi-forge: another Pi session (s2) took over this project's editor with /forge ui restart. This session is no longer connected: a Preset recorded here refuses its prompts until it connects again, and /forge ui restart here takes the editor back."
+        })]
+    );
 }
 
 const AUTO: &str = r#"{"schemaVersion":2,"type":"pi-forge.prompt-stack","id":"auto","autoActivate":true,"items":[{"id":"sys","kind":"block","role":"system","content":"AUTO"}]}"#;

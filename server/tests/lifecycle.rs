@@ -308,6 +308,29 @@ fn the_launch_page_of_ui_open_goes_with_the_server() {
     assert_eq!(dirs.state_files(), Vec::<std::path::PathBuf>::new());
 }
 
+/// A launch page left by a server that was killed (no clean stop) is removed by the next
+/// server of the project when it starts, before any browser is opened.
+#[cfg(unix)]
+#[test]
+fn a_stale_launch_page_goes_when_the_next_server_starts() {
+    let dirs = Dirs::new();
+    let mut first = Server::start(&dirs, &[], &[]);
+    let state = dirs.state_files();
+    let stem = state[0].file_stem().unwrap().to_str().unwrap().to_string();
+    let page = state[0].with_file_name(format!("{stem}-open.html"));
+    std::fs::write(
+        &page,
+        "<meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:1/?token=dead\">",
+    )
+    .unwrap();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert!(page.exists(), "a killed server cannot clean up");
+    let second = Server::start(&dirs, &[], &[]);
+    assert_ne!(second.url, first.url);
+    assert!(!page.exists(), "{} survived the next start", page.display());
+}
+
 /// A copy of the pi-forge binary in the test's folder, which the test may remove or replace.
 fn own_binary(dirs: &Dirs) -> std::path::PathBuf {
     let copy = dirs.root.path().join("bin/pi-forge");

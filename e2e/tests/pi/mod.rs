@@ -901,14 +901,20 @@ pub fn message_texts(body: &Value) -> Vec<(String, String)> {
 
 /// The tool names a request declared, sorted (Pi declares them in registry order).
 pub fn tool_names(body: &Value) -> Vec<String> {
-    let mut names: Vec<String> = body["tools"]
+    let mut names = tool_order(body);
+    names.sort();
+    names
+}
+
+/// The request's tool names in the order the provider receives them (part of the cacheable
+/// prefix).
+pub fn tool_order(body: &Value) -> Vec<String> {
+    body["tools"]
         .as_array()
         .map(|t| {
             t.iter()
                 .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
                 .collect()
         })
-        .unwrap_or_default();
-    names.sort();
-    names
+        .unwrap_or_default()
 }
