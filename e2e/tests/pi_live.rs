@@ -635,3 +635,50 @@ fn a_session_whose_editor_is_taken_over_is_told_at_once() {
         format!("pi-forge: Another Pi session ({second_session}) is already connected to this project's editor. Use `/forge ui restart` in this session to take over.")
     );
 }
+
+/// Issue 42, point 3: while the project's editor has a live Pi session, `pi-forge preview`
+/// compiles against that session's runtime (Pi's real tools, model and clock) and says so:
+/// exactly what `--runtime <the editor's live snapshot>` gives, which is what Pi sends. The
+/// request after a prompt is that preview; `--no-live` keeps the stand-in.
+#[test]
+fn preview_uses_the_live_session_by_default() {
+    let ws = lean_workspace();
+    let mut pi = ws.pi(&["--no-session"]);
+    pi.connected();
+    let (status, _) = ws.api("POST", "/api/stacks/lean/activate", "{}");
+    assert_eq!(status, 200);
+    pi.wait("the stack-state entry", |e| e["type"] == "entry_appended");
+    let settled = pi.prompt("hello there");
+    assert_eq!(settled["aborted"], false, "{:?}", notes(&pi));
+    let sent = ws.model.bodies()[0].clone();
+
+    let (_, runtime) = ws.api("GET", "/api/runtime", "");
+    assert_eq!(runtime["live"], true);
+    let by_file = ws.preview("project:lean", &runtime, "runtime.json");
+    let out = ws.forge(&["preview", "project:lean", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(live["runtimeSource"], "live");
+    assert_eq!(live["liveRuntime"], true);
+    assert_eq!(live["compiled"], by_file);
+    assert_request_is_the_preview(&sent, &live["compiled"]);
+
+    let (authority, _) = ws.editor().unwrap();
+    let port = authority.rsplit(':').next().unwrap();
+    let tools = runtime["tools"].as_array().unwrap().len();
+    let out = ws.forge(&["preview", "project:lean"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().next().unwrap(),
+        format!("(Live Pi session: using its runtime from the editor on port {port}, model fake/fake-1, {tools} tools. Pass --no-live for the stand-in.)")
+    );
+
+    let out = ws.forge(&["preview", "project:lean", "--no-live", "--json"]);
+    let stand_in: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stand_in["runtimeSource"], "stand-in");
+    assert_eq!(stand_in["liveRuntime"], false);
+}

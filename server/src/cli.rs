@@ -96,9 +96,12 @@ echo '{\"b\":1,\"a\":[1.0,-0]}' | pi-forge fingerprint --value -"
     },
     /// Compile a prompt stack and show the system prompt and message layout it produces.
     #[command(
-        after_help = "Without --runtime, pi-forge uses its documented stand-in for a live Pi \
-session: Pi's built-in tools (read, bash, edit, write active; grep, find, ls inactive), no skills, \
-no context files, no model, the current local time and no conversation.\n\n--prompt gives the \
+        after_help = "Without --runtime, when the project's editor (`pi-forge ui`, /forge ui) has a \
+live Pi session, preview compiles against that session's runtime (its tools, skills, context \
+files, model, clock and conversation: what the editor's preview uses) and says so; --no-live \
+skips it. Otherwise pi-forge uses its documented stand-in for a live Pi session: Pi's built-in \
+tools (read, bash, edit, write active; grep, find, ls inactive), no skills, no context files, no \
+model, the current local time and no conversation.\n\n--prompt gives the \
 turn's prompt apart from the conversation, as Pi does: the system prompt sees it as \
 runtime.lastUserMessage; the messages use the conversation's last user text, else the prompt. \
 --json adds templateEnv (the runtime.* and parameters.* the system prompt's templates see) and \
@@ -119,6 +122,9 @@ the diff\" --json | jq .templateEnv > env.json\n  pi-forge preview reviewer --fi
         /// A RuntimeSnapshot JSON file (tools, skills, context files, model, clock, messages).
         #[arg(long, value_name = "FILE")]
         runtime: Option<PathBuf>,
+        /// Never use the live Pi session's runtime: the stand-in (or --runtime) only.
+        #[arg(long)]
+        no_live: bool,
         /// A conversation JSON file: an array of Pi messages, or an object with `messages`.
         /// Replaces the runtime's conversation.
         #[arg(long, value_name = "FILE")]

@@ -2,6 +2,7 @@
 
 use crate::cli::WorkspaceArgs;
 use crate::commands::{exit_for_errors, input_name, load_workspace, read_input};
+use crate::paths::WorkspacePaths;
 use anyhow::{bail, Context, Result};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::diag::{counts, Diagnostic};
@@ -31,22 +32,62 @@ fn local_clock() -> Clock {
     }
 }
 
-fn load_runtime(path: Option<&Path>, cwd: &Path) -> Result<RuntimeSnapshot> {
-    match path {
-        Some(path) => {
-            let value = read_json(path, "runtime snapshot")?;
-            serde_json::from_value(value).with_context(|| {
-                format!(
-                    "runtime snapshot {} does not have the RuntimeSnapshot shape (see docs/file-formats.md)",
-                    path.display()
-                )
-            })
+/// Where the runtime a preview compiles against came from.
+enum RuntimeSource {
+    File,
+    /// The live Pi session of the project's editor on this port.
+    Live(u16),
+    StandIn,
+}
+
+impl RuntimeSource {
+    fn name(&self) -> &'static str {
+        match self {
+            RuntimeSource::File => "file",
+            RuntimeSource::Live(_) => "live",
+            RuntimeSource::StandIn => "stand-in",
         }
-        None => Ok(RuntimeSnapshot::default_snapshot(
-            &cwd.display().to_string(),
-            local_clock(),
-        )),
     }
+}
+
+fn load_runtime(
+    path: Option<&Path>,
+    paths: &WorkspacePaths,
+    no_live: bool,
+) -> Result<(RuntimeSnapshot, RuntimeSource)> {
+    if let Some(path) = path {
+        let value = read_json(path, "runtime snapshot")?;
+        let runtime = serde_json::from_value(value).with_context(|| {
+            format!(
+                "runtime snapshot {} does not have the RuntimeSnapshot shape (see docs/file-formats.md)",
+                path.display()
+            )
+        })?;
+        return Ok((runtime, RuntimeSource::File));
+    }
+    if !no_live {
+        if let Some((runtime, port)) = live_runtime(paths) {
+            return Ok((runtime, RuntimeSource::Live(port)));
+        }
+    }
+    Ok((
+        RuntimeSnapshot::default_snapshot(&paths.project.display().to_string(), local_clock()),
+        RuntimeSource::StandIn,
+    ))
+}
+
+/// The runtime of the live Pi session the project's running editor has, if it has one (what
+/// the editor's own preview compiles against). No editor, no live session or an answer that
+/// cannot be read all mean none: the stand-in is used, and the note says so.
+fn live_runtime(paths: &WorkspacePaths) -> Option<(RuntimeSnapshot, u16)> {
+    let editor = crate::ui::running(paths).ok()?;
+    let (status, body) =
+        crate::ui::request(editor.port, &editor.token, "GET", "/api/runtime", "").ok()?;
+    if status != 200 {
+        return None;
+    }
+    let runtime: RuntimeSnapshot = serde_json::from_str(&body).ok()?;
+    runtime.live.then_some((runtime, editor.port))
 }
 
 fn load_messages(path: &Path) -> Result<Vec<Value>> {
@@ -76,6 +117,7 @@ pub struct PreviewArgs<'a> {
     pub target: &'a str,
     pub workspace: &'a WorkspaceArgs,
     pub runtime: Option<&'a Path>,
+    pub no_live: bool,
     pub messages: Option<&'a Path>,
     pub prompt: Option<String>,
     pub finalize: Option<&'a Path>,
@@ -87,6 +129,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode> {
         target,
         workspace,
         runtime: runtime_path,
+        no_live,
         messages: messages_path,
         prompt,
         finalize,
@@ -129,7 +172,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode> {
         return run_finalize(stack.as_ref(), &label, load_diagnostics, path, as_json);
     }
 
-    let mut runtime = load_runtime(runtime_path, &paths.project)?;
+    let (mut runtime, source) = load_runtime(runtime_path, &paths, no_live)?;
     if let Some(path) = messages_path {
         runtime.messages = load_messages(path)?;
     }
@@ -145,6 +188,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode> {
         let report = json!({
             "stack": label,
             "liveRuntime": runtime.live,
+            "runtimeSource": source.name(),
             "prompt": prompt,
             "activeTools": compiled.selected_tools,
             "templateEnv": template_env,
@@ -153,10 +197,19 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode> {
         });
         print!("{}", json::to_pretty(&report));
     } else {
-        if !runtime.live {
-            println!(
+        match source {
+            RuntimeSource::Live(port) => println!(
+                "(Live Pi session: using its runtime from the editor on port {port}, model {}, {} tools. Pass --no-live for the stand-in.)\n",
+                runtime
+                    .model
+                    .as_ref()
+                    .map_or("none".to_string(), |m| format!("{}/{}", m.provider, m.id)),
+                runtime.tools.len()
+            ),
+            RuntimeSource::StandIn => println!(
                 "(No live Pi session: using pi-forge's stand-in runtime. Pass --runtime FILE for real tools, skills and context.)\n"
-            );
+            ),
+            RuntimeSource::File => {}
         }
         print!("{}", compile::preview_text(&preview));
     }
