@@ -602,6 +602,50 @@ export default function piForge(pi: ExtensionAPI) {
 
 	// ---- the per-turn prompt path ----
 
+	/**
+	 * Why a new prompt must be refused before it starts, if it must: a Preset or capability is
+	 * active and no server can be reached (after one attempt to start it), or the active Preset
+	 * does not compile. Asked when the input arrives, so a refused prompt never enters Pi's
+	 * conversation (an aborted run would keep it, and it would reach the model with the next
+	 * prompt).
+	 */
+	async function refusal(ctx: ExtensionContext, prompt: string): Promise<string | undefined> {
+		let c = conn;
+		if (!c && (activeStackId || capabilityText)) {
+			c = await connect(ctx).catch(() => undefined);
+			if (!c) {
+				const why = sentence(connectError ?? "The connection was lost");
+				const what = activeStackId ? `Preset ${activeStackId} is active` : "capabilities are active";
+				return `pi-forge: ${what} but the pi-forge server is not reachable, so nothing was sent. ${why}`;
+			}
+		}
+		if (!c || !activeStackId) return undefined;
+		try {
+			const now = new Date();
+			const answer = await call(
+				c,
+				"POST",
+				`/api/host/${c.hostId}/turn`,
+				{ sessionId: c.sessionId, prompt, clock: { epochMs: now.getTime(), utcOffsetMinutes: -now.getTimezoneOffset() }, facts: facts(ctx) },
+				TURN_TIMEOUT_MS,
+			);
+			if (answer.active === true && typeof answer.abort === "string") return answer.abort;
+		} catch (e) {
+			return `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`;
+		}
+		return undefined;
+	}
+
+	pi.on("input", async (event, ctx) => {
+		// A message queued into a running prompt joins a prompt that was already checked.
+		if (event.streamingBehavior) return { action: "continue" };
+		ctxNow = ctx;
+		const refused = await refusal(ctx, event.text);
+		if (!refused) return { action: "continue" };
+		if (ctx.hasUI) ctx.ui.notify(refused, "error");
+		return { action: "handled" };
+	});
+
 	pi.on("before_agent_start", async (event, ctx) => {
 		ctxNow = ctx;
 		lastOptions = event.systemPromptOptions;

@@ -211,8 +211,7 @@ fn a_missing_binary_at_session_start_refuses_the_recorded_presets_prompts() {
         notes(&pi),
         [format!("pi-forge: could not connect to the editor server: {reason} Preset project:loop is recorded in this session, so prompts are refused until it connects (/forge ui).")]
     );
-    let settled = pi.prompt(&format!("second, with {SECRET}"));
-    assert_eq!(settled["aborted"], true);
+    pi.refused(&format!("second, with {SECRET}"));
     assert_eq!(
         notes(&pi).last().unwrap(),
         &format!("pi-forge: Preset project:loop is active but the pi-forge server is not reachable, so nothing was sent. {reason}")
@@ -277,8 +276,7 @@ fn an_incompatible_server_refuses_the_recorded_presets_prompts() {
         &[("PI_FORGE_BIN", &script.display().to_string())],
     );
     pi.connected();
-    let settled = pi.prompt("second");
-    assert_eq!(settled["aborted"], true);
+    pi.refused("second");
     assert_eq!(
         notes(&pi).last().unwrap(),
         "pi-forge: Preset project:loop is active but the pi-forge server is not reachable, so nothing was sent. This pi-forge server speaks host protocol 2, the extension sent 1. Run `pi-forge pi install` to update the extension."

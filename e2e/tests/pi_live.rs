@@ -248,7 +248,7 @@ fn an_active_preset_sends_exactly_what_preview_shows() {
 }
 
 #[test]
-fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
+fn a_preset_that_does_not_compile_sends_nothing_and_leaves_nothing_behind() {
     let ws = lean_workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
@@ -273,8 +273,7 @@ fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
     })
     .expect("the watcher saw the broken file");
 
-    let settled = pi.prompt("hello there");
-    assert_eq!(settled["aborted"], true);
+    pi.refused("hello there");
     assert_eq!(ws.model.bodies().len(), 0, "nothing reached the model");
     let error = pi
         .seen
@@ -289,6 +288,22 @@ fn a_preset_that_does_not_compile_sends_nothing_and_aborts_the_turn() {
         ),
         "{message}"
     );
+    // Issue 42, point 2: the refused prompt never entered the conversation, so it does not
+    // reach the model with the next one.
+    assert_eq!(
+        pi.command("/forge preset off"),
+        "pi-forge: no Preset active"
+    );
+    let settled = pi.prompt("the next one");
+    assert_eq!(settled["aborted"], false);
+    let bodies = ws.model.bodies();
+    assert_eq!(bodies.len(), 1);
+    let users: Vec<String> = pi::message_texts(&bodies[0])
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(users, ["the next one"]);
 }
 
 #[test]

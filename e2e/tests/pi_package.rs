@@ -904,8 +904,7 @@ fn without_the_platform_package_forge_names_it_and_a_preset_session_fails_closed
     );
     assert_eq!(pi.command("/forge status"), format!("pi-forge: {reason}"));
     assert_eq!(pi.command("/forge ui"), format!("pi-forge: {reason}"));
-    let settled = pi.prompt("second");
-    assert_eq!(settled["aborted"], true);
+    pi.refused("second");
     assert_eq!(
         notes(&pi).last().unwrap(),
         &format!("pi-forge: Preset project:lean is active but the pi-forge server is not reachable, so nothing was sent. {reason}")

@@ -753,6 +753,25 @@ impl Pi {
         self.wait("agent_settled", |e| e["type"] == "agent_settled")
     }
 
+    /// Sends a prompt pi-forge refuses before it starts (the extension's `input` handler says
+    /// it is handled): no run starts, so nothing of it enters the conversation. The refusal
+    /// notice, once Pi answered the prompt command; a run that starts instead fails the test.
+    pub fn refused(&mut self, text: &str) -> String {
+        self.send(json!({"type": "prompt", "message": text}));
+        let note = self.wait("the refusal notice", |e| {
+            e["method"] == "notify" || e["type"] == "agent_start"
+        });
+        assert_eq!(note["method"], "notify", "a run started: {note}");
+        self.wait("the prompt's response", |e| {
+            e["type"] == "response" && e["command"] == "prompt" || e["type"] == "agent_start"
+        });
+        assert!(
+            !self.seen.iter().any(|e| e["type"] == "agent_start"),
+            "a run started for a refused prompt"
+        );
+        note["message"].as_str().unwrap_or_default().to_string()
+    }
+
     /// Waits until the extension has connected (its status line is set).
     pub fn connected(&mut self) {
         self.wait("the pi-forge status", |e| {
