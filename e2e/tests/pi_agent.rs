@@ -488,6 +488,25 @@ fn a_person_approves_in_pi_after_viewing_the_full_prompt() {
         review["options"],
         json!(["Reject", "View full prompt", "Approve and run"])
     );
+    // Pi's dialog, the plan's review and its summary state the same sizes (one definition).
+    let (_, plans) = ws.api("GET", "/api/agent/plans", "");
+    let summary = plans["plans"][0].clone();
+    let run = summary["runId"].as_str().unwrap();
+    let (_, detail) = ws.api("GET", &format!("/api/agent/plans/{run}"), "");
+    assert_eq!(detail["review"], review["title"]);
+    let line = |name: &str| -> u64 {
+        title
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {title}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(summary["payloadBytes"], json!(line("Payload bytes: ")));
+    assert_eq!(
+        summary["systemPromptChars"],
+        json!(line("System prompt chars: "))
+    );
     pi.send(
         json!({"type": "extension_ui_response", "id": review["id"], "value": "View full prompt"}),
     );

@@ -245,6 +245,19 @@ pub fn check_approval(approved: &str, current: &str) -> Result<(), StaleApproval
 pub const REJECTED_REASON: &str = "Subagent run rejected by the human before provider transport.";
 
 /// The compact review of §D8 (one line per field; `[DECIDE]` extras included).
+/// The size of what a plan sends, in bytes: the canonical JSON of its sealed conversation (the
+/// system prompt and the portable messages the conversation fingerprint covers). The one
+/// definition behind the review (Pi's dialog, the terminal) and the API's `payloadBytes`.
+pub fn payload_bytes(plan: &SealedPlan) -> u64 {
+    crate::canonical::canonical(&plan.seal.conversation).len() as u64
+}
+
+/// The system prompt's length as the review and the API state it: UTF-16 code units, as the
+/// editor counts characters.
+pub fn system_prompt_chars(plan: &SealedPlan) -> u64 {
+    crate::json::utf16_len(&plan.system_prompt) as u64
+}
+
 pub fn approval_summary(plan: &SealedPlan, task: &str, backend: &str) -> String {
     let stack = plan
         .profile
@@ -268,7 +281,7 @@ pub fn approval_summary(plan: &SealedPlan, task: &str, backend: &str) -> String 
         .get("executionBoundary")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let payload = crate::canonical::canonical(&plan.seal.conversation).len();
+    let payload = payload_bytes(plan);
     [
         format!("Subagent approval: {}", plan.profile.profile_id),
         format!("Task: {task}"),
@@ -276,10 +289,7 @@ pub fn approval_summary(plan: &SealedPlan, task: &str, backend: &str) -> String 
         format!("Model: {}/{}", plan.model.provider, plan.model.id),
         format!("Thinking: {}", plan.thinking_level),
         format!("Prompt stack: {stack}"),
-        format!(
-            "System prompt chars: {}",
-            crate::json::utf16_len(&plan.system_prompt)
-        ),
+        format!("System prompt chars: {}", system_prompt_chars(plan)),
         format!("Messages: {}", plan.messages.len()),
         format!("Effective tools: {}", plan.effective_tool_ids.len()),
         format!("Tool names: {}", plan.effective_tool_names.join(", ")),

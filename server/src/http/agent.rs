@@ -27,7 +27,8 @@ use forge_core::api::{
     RunCancelled, RunDetail, RunList,
 };
 use forge_core::delegation::approval::{
-    approval_full_view, approval_summary, check_approval, REJECTED_REASON,
+    approval_full_view, approval_summary, check_approval, payload_bytes, system_prompt_chars,
+    REJECTED_REASON,
 };
 use forge_core::delegation::config::DEFAULT_BACKEND;
 use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
@@ -236,11 +237,6 @@ fn paths(state: &ServerState) -> WorkspacePaths {
 
 fn summary(run_id: &str, p: &Pending) -> PlanSummary {
     let plan = &p.plan.plan;
-    let payload_bytes = forge_core::json::to_compact(&json!({
-        "systemPrompt": plan.system_prompt,
-        "messages": plan.messages,
-    }))
-    .len();
     PlanSummary {
         run_id: run_id.to_string(),
         profile_id: plan.profile.profile_id.to_string(),
@@ -259,9 +255,9 @@ fn summary(run_id: &str, p: &Pending) -> PlanSummary {
         tools: plan.effective_tool_names.clone(),
         working_directory: ".".into(),
         boundary: "shared user, not an OS sandbox".into(),
-        system_prompt_chars: plan.system_prompt.chars().count() as u64,
+        system_prompt_chars: system_prompt_chars(plan),
         messages: plan.messages.len() as u64,
-        payload_bytes: payload_bytes as u64,
+        payload_bytes: payload_bytes(plan),
         timeout_ms: p.plan.timeout_ms,
         execution_fingerprint: plan.execution_fingerprint.clone(),
         conversation_fingerprint: plan.conversation_fingerprint.clone(),
