@@ -603,35 +603,47 @@ export default function piForge(pi: ExtensionAPI) {
 	// ---- the per-turn prompt path ----
 
 	/**
-	 * Why a new prompt must be refused before it starts, if it must: a Preset or capability is
-	 * active and no server can be reached (after one attempt to start it), or the active Preset
-	 * does not compile. Asked when the input arrives, so a refused prompt never enters Pi's
-	 * conversation (an aborted run would keep it, and it would reach the model with the next
-	 * prompt).
+	 * The connection a new prompt needs: with a Preset or capability active and no server, one
+	 * attempt to reach (or start) it again, the same rule as every /forge and /capability
+	 * command. `refused` says why the prompt cannot run.
+	 */
+	async function promptConnection(ctx: ExtensionContext): Promise<{ c?: Conn; refused?: string }> {
+		if (conn || !(activeStackId || capabilityText)) return { c: conn };
+		const c = await connect(ctx).catch(() => undefined);
+		if (c) return { c };
+		const why = sentence(connectError ?? "The connection was lost");
+		const what = activeStackId ? `Preset ${activeStackId} is active` : "capabilities are active";
+		return { refused: `pi-forge: ${what} but the pi-forge server is not reachable, so nothing was sent. ${why}` };
+	}
+
+	/** `POST /turn`: the server compiles the session's Preset for `prompt` now. */
+	function turnRequest(c: Conn, ctx: ExtensionContext, prompt: string): Promise<Obj> {
+		const now = new Date();
+		return call(
+			c,
+			"POST",
+			`/api/host/${c.hostId}/turn`,
+			{ sessionId: c.sessionId, prompt, clock: { epochMs: now.getTime(), utcOffsetMinutes: -now.getTimezoneOffset() }, facts: facts(ctx) },
+			TURN_TIMEOUT_MS,
+		);
+	}
+
+	const notCompiled = (e: unknown) => `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`;
+
+	/**
+	 * Why a new prompt must be refused before it starts, if it must: no server for an active
+	 * Preset or capability (`promptConnection`), or the active Preset does not compile. Asked
+	 * when the input arrives, so a refused prompt never enters Pi's conversation (an aborted run
+	 * would keep it, and it would reach the model with the next prompt).
 	 */
 	async function refusal(ctx: ExtensionContext, prompt: string): Promise<string | undefined> {
-		let c = conn;
-		if (!c && (activeStackId || capabilityText)) {
-			c = await connect(ctx).catch(() => undefined);
-			if (!c) {
-				const why = sentence(connectError ?? "The connection was lost");
-				const what = activeStackId ? `Preset ${activeStackId} is active` : "capabilities are active";
-				return `pi-forge: ${what} but the pi-forge server is not reachable, so nothing was sent. ${why}`;
-			}
-		}
-		if (!c || !activeStackId) return undefined;
+		const { c, refused } = await promptConnection(ctx);
+		if (refused || !c || !activeStackId) return refused;
 		try {
-			const now = new Date();
-			const answer = await call(
-				c,
-				"POST",
-				`/api/host/${c.hostId}/turn`,
-				{ sessionId: c.sessionId, prompt, clock: { epochMs: now.getTime(), utcOffsetMinutes: -now.getTimezoneOffset() }, facts: facts(ctx) },
-				TURN_TIMEOUT_MS,
-			);
+			const answer = await turnRequest(c, ctx, prompt);
 			if (answer.active === true && typeof answer.abort === "string") return answer.abort;
 		} catch (e) {
-			return `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`;
+			return notCompiled(e);
 		}
 		return undefined;
 	}
@@ -652,36 +664,15 @@ export default function piForge(pi: ExtensionAPI) {
 		basePrompt = event.systemPrompt;
 		promptStack = null;
 		promptRequest = 0;
-		let c = conn;
-		if (!c && (activeStackId || capabilityText)) {
-			// One attempt to reach (or start) the server again before refusing the prompt: the
-			// same rule as every /forge and /capability command.
-			c = await connect(ctx).catch(() => undefined);
-			if (!c) {
-				const why = sentence(connectError ?? "The connection was lost");
-				const what = activeStackId ? `Preset ${activeStackId} is active` : "capabilities are active";
-				fail(ctx, `pi-forge: ${what} but the pi-forge server is not reachable, so nothing was sent. ${why}`);
-				return;
-			}
-		}
+		// Checked at input already; a server lost since then gets the same one attempt.
+		const { c, refused } = await promptConnection(ctx);
+		if (refused) return fail(ctx, refused);
 		if (!c) return;
 		let answer: Obj;
 		try {
-			const now = new Date();
-			answer = await call(
-				c,
-				"POST",
-				`/api/host/${c.hostId}/turn`,
-				{
-					sessionId: c.sessionId,
-					prompt: event.messageType === "user" ? event.prompt : "",
-					clock: { epochMs: now.getTime(), utcOffsetMinutes: -now.getTimezoneOffset() },
-					facts: facts(ctx),
-				},
-				TURN_TIMEOUT_MS,
-			);
+			answer = await turnRequest(c, ctx, event.messageType === "user" ? event.prompt : "");
 		} catch (e) {
-			if (activeStackId) fail(ctx, `pi-forge: the server did not compile Preset ${activeStackId} (${errorText(e)}), so nothing was sent.`);
+			if (activeStackId) fail(ctx, notCompiled(e));
 			return;
 		}
 		mirrorCapabilities(answer);

@@ -101,6 +101,16 @@ fn enable(ws: &Workspace, kind: &str, id: &str) -> (u16, Value) {
     ws.api("POST", "/api/capability-state/enable", &body.to_string())
 }
 
+/// Enables `project:reviewer` through the picker routes; its activation id.
+fn enable_reviewer(ws: &Workspace) -> String {
+    let (status, body) = enable(ws, "capability", "project:reviewer");
+    assert_eq!(status, 200, "{body}");
+    body["state"]["active"][0]["activationId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn user_notice(blocks: &[String]) -> String {
     format!(
         "[pi-forge: capabilities active in this session. This note comes from the pi-forge extension, not from the user.]\n<pi-forge-capabilities>\n{}\n</pi-forge-capabilities>",
@@ -248,12 +258,7 @@ fn tools_that_stay_keep_their_order_across_a_capability_on_and_off() {
     let before = pi::tool_order(&ws.model.bodies()[0]);
     assert_eq!(before, ["read", "bash", "edit", "write"]);
 
-    let (status, body) = enable(&ws, "capability", "project:reviewer");
-    assert_eq!(status, 200, "{body}");
-    let activation = body["state"]["active"][0]["activationId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let activation = enable_reviewer(&ws);
     pi.prompt("with the reviewer");
     assert_eq!(
         pi::tool_order(&ws.model.bodies()[1]),
@@ -283,12 +288,7 @@ fn a_prompt_with_an_active_capability_starts_a_dead_editor_again() {
     let ws = workspace();
     let mut pi = ws.pi(&["--no-session"]);
     pi.connected();
-    let (status, body) = enable(&ws, "capability", "project:reviewer");
-    assert_eq!(status, 200, "{body}");
-    let activation = body["state"]["active"][0]["activationId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let activation = enable_reviewer(&ws);
     let old = ws.editor_pid().expect("the editor");
     std::process::Command::new("kill")
         .args(["-KILL", &old.to_string()])
@@ -338,12 +338,7 @@ fn a_model_that_accepts_system_messages_gets_a_native_system_message() {
     let mut pi = ws.pi(&["--no-session", "--model", "fake/fake-native"]);
     pi.connected();
     assert_eq!(state(&ws)["textPresentation"], "native");
-    let (status, body) = enable(&ws, "capability", "project:reviewer");
-    assert_eq!(status, 200, "{body}");
-    let activation = body["state"]["active"][0]["activationId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let activation = enable_reviewer(&ws);
     pi.prompt("hello there");
     let bodies = ws.model.bodies();
     let sent = message_texts(&bodies[0]);
@@ -541,12 +536,7 @@ fn saving_the_active_preset_may_not_break_an_active_capability_and_compaction_ke
     pi.connected();
     let (status, _) = ws.api("POST", "/api/stacks/bound/activate", "{}");
     assert_eq!(status, 200);
-    let (status, body) = enable(&ws, "capability", "project:reviewer");
-    assert_eq!(status, 200, "{body}");
-    let activation = body["state"]["active"][0]["activationId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let activation = enable_reviewer(&ws);
 
     let (_, current) = ws.api("GET", "/api/stacks/project:bound", "");
     let revision = current["sourceRevision"].as_str().unwrap().to_string();

@@ -382,6 +382,15 @@ fn assert_ok(what: &str, out: &std::process::Output) {
     );
 }
 
+/// A packaged workspace with Preset lean, installing from `registry`.
+fn lean_workspace(package: &Package, registry: &Registry) -> Workspace {
+    Workspace::from_registry(
+        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
+        &registry.url,
+        &package.binary(),
+    )
+}
+
 /// `pi install npm:pi-forge` (Pi's own CLI) with `vars`; Pi's last line says it is installed.
 fn pi_install(ws: &Workspace, vars: &[(&str, &str)]) {
     let out = ws.pi_cli(&["install", "npm:pi-forge"], vars);
@@ -554,11 +563,7 @@ fn forge_processes(ws: &Workspace) -> Vec<u32> {
 fn pi_install_npm_pi_forge_runs_the_packaged_binary_and_preset() {
     let package = linux_x64_package();
     let registry = Registry::start(&package);
-    let mut ws = Workspace::from_registry(
-        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
-        &registry.url,
-        &package.binary(),
-    );
+    let mut ws = lean_workspace(&package, &registry);
     pi_install(&ws, &[]);
     let bin = installed_binary(&package, &ws.agent().join("npm/node_modules"));
     ws.use_binary(&bin);
@@ -577,11 +582,7 @@ fn pi_install_npm_pi_forge_runs_the_packaged_binary_and_preset() {
 fn pi_e_npm_pi_forge_loads_the_package_for_one_run() {
     let package = linux_x64_package();
     let registry = Registry::start(&package);
-    let mut ws = Workspace::from_registry(
-        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
-        &registry.url,
-        &package.binary(),
-    );
+    let mut ws = lean_workspace(&package, &registry);
     let mut pi = ws.pi_online(&["--no-session", "-e", "npm:pi-forge"], &[]);
     pi.connected();
     // Pi's temporary install: <agent>/tmp/extensions/npm/<hash>/node_modules.
@@ -748,11 +749,7 @@ fn pi_update_runs_the_new_binary_and_pi_remove_leaves_no_process() {
     let package = linux_x64_package();
     let next = package.next();
     let registry = Registry::start(&package);
-    let mut ws = Workspace::from_registry(
-        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
-        &registry.url,
-        &package.binary(),
-    );
+    let mut ws = lean_workspace(&package, &registry);
     pi_install(&ws, &[]);
     let node_modules = ws.agent().join("npm/node_modules");
     let bin = installed_binary(&package, &node_modules);
@@ -881,11 +878,7 @@ fn record_a_preset_session(ws: &Workspace, package: &Package) -> String {
 fn without_the_platform_package_forge_names_it_and_a_preset_session_fails_closed() {
     let package = linux_x64_package();
     let registry = Registry::start(&package);
-    let ws = Workspace::from_registry(
-        &[(".pi/forge/prompt-stacks/lean.json", LEAN)],
-        &registry.url,
-        &package.binary(),
-    );
+    let ws = lean_workspace(&package, &registry);
     pi_install(&ws, &[("npm_config_omit", "optional")]);
     let node_modules = ws.agent().join("npm/node_modules");
     assert!(node_modules.join("pi-forge/package.json").is_file());

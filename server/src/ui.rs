@@ -522,6 +522,9 @@ async fn serve_async(
         // server owns the project now, so it goes (a new one is written when a browser opens).
         let _ = std::fs::remove_file(launch_file(state_path));
     }
+    // The signal handlers exist before the address is printed: whoever read it may stop this
+    // server at once (`pi-forge ui stop`), and SIGTERM must then be a graceful stop, not a kill.
+    let stop_signals = shutdown_signal();
     print_url(&url)?;
     if demo {
         eprintln!(
@@ -580,7 +583,7 @@ async fn serve_async(
     let mut server = tokio::spawn(server);
     let (outcome, why) = tokio::select! {
         result = &mut server => (Some(result), "it failed"),
-        () = shutdown_signal() => (None, "`pi-forge ui stop`, `/forge ui restart` or a signal"),
+        () = stop_signals => (None, "`pi-forge ui stop`, `/forge ui restart` or a signal"),
         () = binary_replaced() => (None, "its binary was updated or removed"),
     };
     // Connected Pi sessions hear it at once, on their command streams, before those end.
@@ -673,26 +676,40 @@ async fn binary_replaced() {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C (SIGINT) or SIGTERM. On Unix the handlers are installed when this is called, not
+/// when the future is first polled, so a signal that comes right after is already caught.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+    async move {
+        #[cfg(unix)]
+        {
+            async fn recv(signal: Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(mut signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            let (interrupt, terminate) = signals;
+            tokio::select! {
+                () = recv(interrupt) => {}
+                () = recv(terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        eprintln!("pi-forge: shutting down");
     }
-    eprintln!("pi-forge: shutting down");
 }
 
 /// The launch page of the server whose state file is `state_path`: `ui-<hash>-open.html` beside it.

@@ -265,12 +265,7 @@ fn the_browser_opens_a_user_only_launch_page_and_never_sees_the_token() {
     );
     assert!(!server.stderr().contains(&server.token));
     // Stopping the server removes the page.
-    let pid = server.child.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+    terminate(&mut server);
     assert!(!page.exists());
 }
 
@@ -294,16 +289,10 @@ fn the_launch_page_of_ui_open_goes_with_the_server() {
     );
     let state = dirs.state_files();
     assert_eq!(state.len(), 1);
-    let stem = state[0].file_stem().unwrap().to_str().unwrap().to_string();
-    let page = state[0].with_file_name(format!("{stem}-open.html"));
+    let page = launch_page(&state[0]);
     let html = std::fs::read_to_string(&page).expect("ui open wrote the launch page");
     assert!(html.contains(&format!("url={}", server.url)), "{html}");
-    let pid = server.child.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
+    terminate(&mut server);
     assert!(!page.exists(), "{} outlived the server", page.display());
     assert_eq!(dirs.state_files(), Vec::<std::path::PathBuf>::new());
 }
@@ -316,8 +305,7 @@ fn a_stale_launch_page_goes_when_the_next_server_starts() {
     let dirs = Dirs::new();
     let mut first = Server::start(&dirs, &[], &[]);
     let state = dirs.state_files();
-    let stem = state[0].file_stem().unwrap().to_str().unwrap().to_string();
-    let page = state[0].with_file_name(format!("{stem}-open.html"));
+    let page = launch_page(&state[0]);
     std::fs::write(
         &page,
         "<meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:1/?token=dead\">",
@@ -329,6 +317,21 @@ fn a_stale_launch_page_goes_when_the_next_server_starts() {
     let second = Server::start(&dirs, &[], &[]);
     assert_ne!(second.url, first.url);
     assert!(!page.exists(), "{} survived the next start", page.display());
+}
+
+/// The launch page beside a state file: `ui-<hash>-open.html`.
+fn launch_page(state: &std::path::Path) -> std::path::PathBuf {
+    let stem = state.file_stem().unwrap().to_str().unwrap();
+    state.with_file_name(format!("{stem}-open.html"))
+}
+
+/// SIGTERM, then the server's exit within 20 s.
+fn terminate(server: &mut Server) {
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(server.wait_exit(Duration::from_secs(20)).is_some());
 }
 
 /// A copy of the pi-forge binary in the test's folder, which the test may remove or replace.

@@ -116,12 +116,21 @@ impl Server {
             "stderr-{}.txt",
             std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos()
         ));
-        let mut child = cmd
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(std::fs::File::create(&stderr).unwrap()))
-            .spawn()
-            .expect("pi-forge starts");
+            .stderr(Stdio::from(std::fs::File::create(&stderr).unwrap()));
+        // A binary a test just copied may be briefly "busy" (ETXTBSY): another test thread's
+        // fork can hold the copy's write descriptor until its exec. Retry that, nothing else.
+        let mut tries = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other.expect("pi-forge starts"),
+            }
+        };
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
