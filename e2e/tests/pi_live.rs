@@ -640,7 +640,7 @@ fn a_session_whose_editor_is_taken_over_is_told_at_once() {
         .to_string();
     assert_eq!(
         told,
-        "pi-forge: the editor server stopped (`pi-forge ui stop`, `/forge ui restart` or a signal), so this session is disconnected. Another session may have taken the editor over: /forge ui connects again (or says which session has it), and a Preset recorded here refuses prompts until then."
+        "pi-forge: the editor server stopped (`pi-forge ui stop`, or `/forge ui restart` here or in another session, which then has it), so this session is disconnected: /forge ui connects again or names the session that has the editor, and a Preset recorded here refuses prompts until it connects again."
     );
     let (_, live) = ws.api("GET", "/api/live", "");
     let second_session = live["sessionId"].as_str().unwrap().to_string();

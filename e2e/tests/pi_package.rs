@@ -792,6 +792,12 @@ fn pi_update_runs_the_new_binary_and_pi_remove_leaves_no_process() {
         forge_processes(&ws)
     );
     assert_eq!(ws.editor(), None, "the old editor removed its state file");
+    // The session heard it at once.
+    let told = pi.wait("the stopped editor's notice", |e| e["method"] == "notify");
+    assert_eq!(
+        told["message"],
+        "pi-forge: the editor server stopped because its binary was updated or removed (`pi update`, `pi remove`, a rebuild), so this session is disconnected: /forge ui starts the installed one, and a Preset recorded here refuses prompts until it connects again."
+    );
 
     let authority = forge_ui_runs(&ws, &mut pi, &bin);
     let new = ws.editor_pid().expect("the new editor's pid");

@@ -581,13 +581,13 @@ async fn serve_async(
         })
         .into_future();
     let mut server = tokio::spawn(server);
-    let (outcome, why) = tokio::select! {
-        result = &mut server => (Some(result), "it failed"),
-        () = stop_signals => (None, "`pi-forge ui stop`, `/forge ui restart` or a signal"),
-        () = binary_replaced() => (None, "its binary was updated or removed"),
+    let (outcome, stop) = tokio::select! {
+        result = &mut server => (Some(result), Stop::Failed),
+        () = stop_signals => (None, Stop::Signal),
+        () = binary_replaced() => (None, Stop::BinaryReplaced),
     };
     // Connected Pi sessions hear it at once, on their command streams, before those end.
-    live.farewell(&stopped_notice(why));
+    live.farewell(&stopped_notice(stop));
     let waited = std::time::Instant::now();
     while live.connected() && waited.elapsed() < FAREWELL_WAIT {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -623,11 +623,23 @@ async fn serve_async(
 /// How long a stopping server waits for its Pi sessions' command streams to carry the notice.
 const FAREWELL_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// What a connected Pi session is told when this editor stops (`why` names the cause).
-pub fn stopped_notice(why: &str) -> String {
-    format!(
-        "pi-forge: the editor server stopped ({why}), so this session is disconnected. Another session may have taken the editor over: /forge ui connects again (or says which session has it), and a Preset recorded here refuses prompts until then."
-    )
+/// Why a server stops.
+#[derive(Clone, Copy)]
+pub enum Stop {
+    Failed,
+    /// SIGTERM or Ctrl-C: `pi-forge ui stop`, `/forge ui restart` (here or in another session).
+    Signal,
+    BinaryReplaced,
+}
+
+/// What a connected Pi session is told when this editor stops.
+pub fn stopped_notice(stop: Stop) -> String {
+    const THEN: &str = "a Preset recorded here refuses prompts until it connects again.";
+    match stop {
+        Stop::Failed => format!("pi-forge: the editor server failed and stopped, so this session is disconnected: /forge ui starts it again, and {THEN}"),
+        Stop::Signal => format!("pi-forge: the editor server stopped (`pi-forge ui stop`, or `/forge ui restart` here or in another session, which then has it), so this session is disconnected: /forge ui connects again or names the session that has the editor, and {THEN}"),
+        Stop::BinaryReplaced => format!("pi-forge: the editor server stopped because its binary was updated or removed (`pi update`, `pi remove`, a rebuild), so this session is disconnected: /forge ui starts the installed one, and {THEN}"),
+    }
 }
 
 /// How often a running server checks that its own binary is still the one on disk.
