@@ -118,3 +118,59 @@ fn clean_templates_and_v1_stacks_have_none() {
         vec![]
     );
 }
+
+/// A block whose literal text alone is longer than a block may render (100,000 UTF-16 units)
+/// is an error on its item: the compiler would leave it out. Tags do not count; a block at
+/// the limit, or one a loop may make longer, is not flagged (only a render can tell).
+#[test]
+fn a_block_longer_than_the_output_limit_is_an_error_on_its_item() {
+    let huge = "x".repeat(150_000);
+    let at_limit = "é".repeat(100_000);
+    let tagged = format!(
+        "{}{{{{ runtime.cwd }}}}{{% if true %}}{{# note #}}",
+        "y".repeat(99_990)
+    );
+    let d = diagnostics(
+        json!([
+            { "kind": "block", "id": "huge", "role": "system", "content": huge },
+            { "kind": "block", "id": "limit", "role": "system", "content": at_limit },
+            { "kind": "block", "id": "tags", "role": "system", "content": tagged },
+            { "kind": "block", "id": "off", "enabled": false, "content": huge },
+            { "kind": "slot", "id": "h", "slot": "chat-history" }
+        ]),
+        2,
+    );
+    let long: Vec<(&str, &str, Level, Option<Category>)> = d
+        .iter()
+        .filter(|d| d.message.contains("one block may render"))
+        .map(|d| {
+            (
+                d.item_id.as_deref().unwrap(),
+                d.field.as_deref().unwrap(),
+                d.level,
+                d.category,
+            )
+        })
+        .collect();
+    assert_eq!(
+        long,
+        [(
+            "huge",
+            "items[0].content",
+            Level::Error,
+            Some(Category::Template)
+        )]
+    );
+    assert_eq!(
+        d.iter().find(|d| d.item_id.as_deref() == Some("huge")).unwrap().message,
+        "Block huge holds 150000 characters of text, more than the 100000 one block may render: the compiler leaves it out of the prompt, and while this Preset is active Pi refuses its prompts. Shorten it or split it across several blocks."
+    );
+    // A forge-v1 stack only: schemaVersion 1 blocks are not rendered by forge-v1.
+    let v1 = diagnostics(
+        json!([{ "kind": "block", "id": "huge", "role": "system", "content": "x".repeat(150_000) }]),
+        1,
+    );
+    assert!(v1
+        .iter()
+        .all(|d| !d.message.contains("one block may render")));
+}

@@ -89,6 +89,30 @@ template error [intro] (items[0].content): Template error in item intro, line 2,
     );
 }
 
+/// Issue 41, point 1: a block too long to render was dropped from the prompt while `check`
+/// said 0 errors; now it is an error on the item (exit 1), as in the editor's diagnostics.
+#[test]
+fn check_reports_a_block_longer_than_a_block_may_render() {
+    let ws = Dirs::new();
+    let stack = serde_json::json!({
+        "schemaVersion": 2, "type": "pi-forge.prompt-stack", "id": "big",
+        "items": [
+            {"kind": "block", "id": "intro", "role": "system", "content": "Review."},
+            {"kind": "block", "id": "pasted", "role": "system", "content": "x".repeat(1_000_000)},
+            {"kind": "slot", "id": "history", "slot": "chat-history"}
+        ]
+    });
+    ws.write(".pi/forge/prompt-stacks/big.json", &stack.to_string());
+    let out = ws.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        ".pi/forge/prompt-stacks/big.json (project:big)\n  \
+template error [pasted] (items[1].content): Block pasted holds 1000000 characters of text, more than the 100000 one block may render: the compiler leaves it out of the prompt, and while this Preset is active Pi refuses its prompts. Shorten it or split it across several blocks.\n\
+1 file(s) checked, 1 with diagnostics: 1 error(s), 0 warning(s), 0 info.\n"
+    );
+}
+
 #[test]
 fn check_json_report() {
     let ws = Dirs::new();

@@ -7,7 +7,35 @@
 
 use crate::diag::{Category, Diagnostic};
 use crate::stack::{PromptStack, SchemaVersion};
-use crate::template::{analyze_text, line_column};
+use crate::template::{analyze_text, line_column, OUTPUT_LIMIT};
+
+/// The UTF-16 length of a template's literal text: everything outside `{{ }}`, `{% %}` and
+/// `{# #}` tags. The block renders at least that much (loops and values only add), so a
+/// literal text above [`OUTPUT_LIMIT`] can never render.
+fn literal_units(content: &str) -> usize {
+    let mut units = 0;
+    let mut rest = content;
+    while let Some(open) = rest.find('{') {
+        units += rest[..open].encode_utf16().count();
+        let after = &rest[open + 1..];
+        let close = match after.chars().next() {
+            Some('{') => "}}",
+            Some('%') => "%}",
+            Some('#') => "#}",
+            _ => {
+                units += 1;
+                rest = after;
+                continue;
+            }
+        };
+        match after[1..].find(close) {
+            Some(end) => rest = &after[1 + end + close.len()..],
+            // An unclosed tag is a template error of its own; count nothing after it.
+            None => return units,
+        }
+    }
+    units + rest.encode_utf16().count()
+}
 
 /// The template diagnostics of `stack` (empty for a v1 stack: its blocks are not forge-v1).
 pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
@@ -24,6 +52,18 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
             format!("item {}, line {line}, column {column}", item.id)
         };
         let field = format!("items[{index}].content");
+        let literal = literal_units(content);
+        if literal > OUTPUT_LIMIT {
+            out.push(
+                Diagnostic::error(format!(
+                    "Block {} holds {literal} characters of text, more than the {OUTPUT_LIMIT} one block may render: the compiler leaves it out of the prompt, and while this Preset is active Pi refuses its prompts. Shorten it or split it across several blocks.",
+                    item.id
+                ))
+                .with_item(item.id.clone())
+                .with_field(field.clone())
+                .with_category(Category::Template),
+            );
+        }
         let analysis = analyze_text(content);
         for error in &analysis.errors {
             let at = error.span.map_or(0, |s| s.start);
