@@ -73,6 +73,21 @@ pub fn is_valid_id(id: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// The longest id a new resource may have, in characters (ids are ASCII): `<id>.json` must fit
+/// in a file name on every file system pi-forge runs on (255 bytes; 143 on eCryptfs).
+pub const MAX_ID_LENGTH: usize = 128;
+
+/// Why `id` is too long to name a new resource's file, if it is. One rule for the editor's live
+/// check and the server's create, fork and rename.
+pub fn id_length_problem(id: &str) -> Option<String> {
+    (id.len() > MAX_ID_LENGTH).then(|| {
+        format!(
+            "The id is {} characters long; an id is at most {MAX_ID_LENGTH} characters, because the file is named after it.",
+            id.chars().count()
+        )
+    })
+}
+
 /// The explanation appended to id-grammar errors.
 pub const ID_RULE: &str =
     "must start with a letter or number and contain only letters, numbers, dots, underscores, and hyphens";

@@ -249,6 +249,51 @@ fn create_invalid_stack_id_is_400_with_the_grammar_message() {
     assert_eq!(file_count(&store), 0);
 }
 
+/// Issue 41, point 5: an id the file system cannot take (`<id>.json` longer than a file name
+/// may be) was accepted and failed on write with an OS error; now every kind refuses it with
+/// the same rule the editor's live check shows, and writes nothing. 128 characters still work.
+#[test]
+fn create_refuses_an_id_longer_than_128_characters_for_every_kind() {
+    let store = MemStore::new();
+    let snapshot = load(&store, true);
+    let long = "a".repeat(300);
+    for (kind, body) in [
+        (Kind::Stack, stack(&long)),
+        (Kind::Profile, profile(&long, json!("x"))),
+        (Kind::Capability, capability(&long)),
+    ] {
+        let err = create(&store, &snapshot, kind, Scope::Project, &body, false).unwrap_err();
+        assert_eq!(
+            (err.status(), err.code()),
+            (400, "invalid_input"),
+            "{kind:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "The id is 300 characters long; an id is at most 128 characters, because the file is named after it."
+        );
+        assert_eq!(err.field(), Some("id"));
+    }
+    assert_eq!(file_count(&store), 0);
+    let longest = "b".repeat(128);
+    create(
+        &store,
+        &snapshot,
+        Kind::Stack,
+        Scope::Project,
+        &stack(&longest),
+        false,
+    )
+    .unwrap();
+    assert_eq!(file_count(&store), 1);
+    assert_eq!(
+        forge_core::id::id_length_problem(&longest),
+        None,
+        "the editor's live check agrees"
+    );
+    assert!(forge_core::id::id_length_problem(&long).is_some());
+}
+
 #[test]
 fn create_in_an_untrusted_project_is_403_for_project_scope() {
     let store = MemStore::new();

@@ -713,6 +713,15 @@ async fn deleting_the_only_stack_shows_the_empty_state_and_new_creates_one() {
     )
     .await;
     assert!(!browser.enabled(".modal button.create").await);
+    // An id too long to name a file is refused as it is typed, with the server's rule.
+    browser
+        .fill(".modal input[name=new-id]", &"a".repeat(300))
+        .await;
+    browser.wait_eq(".modal .field-note",
+        "The id is 300 characters long; an id is at most 128 characters, because the file is named after it.",
+    )
+    .await;
+    assert!(!browser.enabled(".modal button.create").await);
     browser
         .fill(".modal input[name=new-id]", "replacement")
         .await;

@@ -177,6 +177,15 @@ pub(crate) fn stack_dialog_body(dialog: Dialog) -> AnyView {
     }
 }
 
+/// The server's refusal of the dialog's last attempt, inside the dialog (which stays open).
+fn failed_banner(failed: RwSignal<Option<String>>) -> impl IntoView {
+    move || {
+        failed.get().map(|message| {
+            view! { <p class="banner error dialog-error" role="alert">{format!("Not created: {message}")}</p> }
+        })
+    }
+}
+
 /// Why `id` cannot be created in `scope`, if it cannot.
 pub fn id_problem(app: App, id: &str, scope: &str) -> Option<String> {
     let taken = app
@@ -265,6 +274,8 @@ fn NewStackDialog() -> impl IntoView {
     let kind = RwSignal::new("pi-mirror".to_string());
     let activate = RwSignal::new(true);
     let busy = RwSignal::new(false);
+    // What the server refused, shown in the dialog, which stays open (not only the status line).
+    let failed = RwSignal::new(None::<String>);
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
     let create = move |_| {
         if problem().is_some() || busy.get_untracked() {
@@ -292,6 +303,7 @@ fn NewStackDialog() -> impl IntoView {
                 }
                 Err(e) => {
                     busy.set(false);
+                    failed.set(Some(e.message.clone()));
                     app.fail(&e);
                 }
             }
@@ -300,6 +312,7 @@ fn NewStackDialog() -> impl IntoView {
     view! {
         <h2 id="dialog-title">"New Preset"</h2>
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); create(()); }>
+            {failed_banner(failed)}
             <label class="field">
                 <span class="label">"Preset ID"</span>
                 <input type="text" name="new-id" autofocus placeholder="e.g. reviewer" autocomplete="off"
@@ -351,6 +364,7 @@ fn ForkDialog() -> impl IntoView {
     });
     let scope = RwSignal::new(loaded.scope.clone());
     let activate = RwSignal::new(false);
+    let failed = RwSignal::new(None::<String>);
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
     let dirty = ed.dirty.get_untracked();
     let source = loaded.selector.clone();
@@ -384,13 +398,17 @@ fn ForkDialog() -> impl IntoView {
                     }
                     state::refresh_stacks(app);
                 }
-                Err(e) => app.fail(&e),
+                Err(e) => {
+                    failed.set(Some(e.message.clone()));
+                    app.fail(&e);
+                }
             }
         });
     };
     view! {
         <h2 id="dialog-title">{format!("Fork {}", loaded.id)}</h2>
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); fork(()); }>
+            {failed_banner(failed)}
             {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
             {id_field("fork-id", "New ID", true, id, problem)}
             <label class="field">

@@ -303,6 +303,9 @@ pub fn new_id_problem(id: &str, scope: &str, noun: &str, taken: bool) -> Option<
     if !forge_core::id::is_valid_id(id) {
         return Some(format!("Not a valid id: {}", crate::dialogs::ID_RULE));
     }
+    if let Some(problem) = forge_core::id::id_length_problem(id) {
+        return Some(problem);
+    }
     taken.then(|| format!("A {scope} {noun} with the id {id} already exists."))
 }
 

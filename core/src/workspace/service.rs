@@ -46,7 +46,9 @@ use serde_json::Value;
 use super::{Dir, FileRef, Loaded, Store, StoreError, WorkspaceSnapshot};
 use crate::capability;
 use crate::diag::{dedupe, Diagnostic};
-use crate::id::{is_valid_id, parse_selector, ResourceKey, Scope, Selector, ID_RULE};
+use crate::id::{
+    id_length_problem, is_valid_id, parse_selector, ResourceKey, Scope, Selector, ID_RULE,
+};
 use crate::js::js_trim;
 use crate::json::{parse_bytes, to_pretty};
 use crate::profile;
@@ -567,6 +569,14 @@ fn id_grammar_error(kind: Kind, id: &str) -> Option<Diagnostic> {
         .then(|| Diagnostic::error(format!("{} id {ID_RULE}.", id_subject(kind))).with_field("id"))
 }
 
+/// Why `id` cannot name a new file: its grammar, else its length.
+fn new_id_error(kind: Kind, id: &str) -> Option<ServiceError> {
+    id_grammar_error(kind, id)
+        .map(|e| e.message)
+        .or_else(|| id_length_problem(id))
+        .map(|message| ServiceError::invalid(message, Some("id")))
+}
+
 /// Codec diagnostics of a body living in `scope` under `file_name`. Stacks also get their
 /// template analysis and the structural checks of their `capabilities` bindings. An id with surrounding white space (which
 /// the codecs trim, but which the file would keep) is an error too.
@@ -633,6 +643,11 @@ fn prepare(
     if kind == Kind::Stack {
         if let Some(error) = id.and_then(|id| id_grammar_error(kind, id)) {
             return Err(ServiceError::invalid(error.message, Some("id")));
+        }
+    }
+    if existing.is_none() {
+        if let Some(error) = id.and_then(id_length_problem) {
+            return Err(ServiceError::invalid(error, Some("id")));
         }
     }
     let file_name = match (existing, id) {
@@ -897,8 +912,8 @@ pub fn fork_named(
     name: Option<&str>,
 ) -> Result<Written, ServiceError> {
     check_trust(snapshot, scope, kind, Action::Create)?;
-    if let Some(error) = id_grammar_error(kind, new_id) {
-        return Err(ServiceError::invalid(error.message, Some("id")));
+    if let Some(error) = new_id_error(kind, new_id) {
+        return Err(error);
     }
     let source = resolve_for_write(snapshot, kind, selector)?;
     let Some(Value::Object(raw)) = source.raw else {
