@@ -47,6 +47,12 @@ pub struct Diagnostic {
     /// shared, so its diagnostics keep their exact shape): `template` for the template analysis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<Category>,
+    /// Where in the file or template the problem is (1-based; columns in the file's own
+    /// characters for JSON, UTF-16 units for templates), when it has a place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
 }
 
 /// A diagnostic's category (see [`Diagnostic::category`]).
@@ -66,7 +72,24 @@ impl Diagnostic {
             item_id: None,
             field: None,
             category: None,
+            line: None,
+            column: None,
         }
+    }
+
+    /// `Failed to parse JSON: <why>`, at the place the parser stopped.
+    pub fn json_syntax(error: &crate::json::ParseError) -> Self {
+        let d = Self::error(format!("Failed to parse JSON: {error}"));
+        match error.position() {
+            Some((line, column)) => d.with_position(line, column),
+            None => d,
+        }
+    }
+
+    pub fn with_position(mut self, line: usize, column: usize) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
     }
     pub fn error(message: impl Into<String>) -> Self {
         Self::new(Level::Error, message)

@@ -17,8 +17,31 @@ use std::fmt::Write as _;
 pub enum ParseError {
     #[error("file is not valid UTF-8 (invalid byte at offset {offset})")]
     NotUtf8 { offset: usize },
-    #[error("{0}")]
-    Syntax(String),
+    /// serde_json's message, and where it stopped (1-based line and column).
+    #[error("{message}")]
+    Syntax {
+        message: String,
+        line: usize,
+        column: usize,
+    },
+}
+
+impl ParseError {
+    fn syntax(error: &serde_json::Error) -> ParseError {
+        ParseError::Syntax {
+            message: error.to_string(),
+            line: error.line(),
+            column: error.column(),
+        }
+    }
+
+    /// Where the text stopped parsing, when it has a place: `(line, column)`, both 1-based.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            ParseError::Syntax { line, column, .. } if *line > 0 => Some((*line, *column)),
+            _ => None,
+        }
+    }
 }
 
 /// Why a value cannot be written as JSON text.
@@ -35,7 +58,7 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Value, ParseError> {
 
 /// Parses JSON text (a leading byte-order mark is ignored).
 pub fn parse_str(text: &str) -> Result<Value, ParseError> {
-    serde_json::from_str(without_bom(text)).map_err(|e| ParseError::Syntax(e.to_string()))
+    serde_json::from_str(without_bom(text)).map_err(|e| ParseError::syntax(&e))
 }
 
 fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
@@ -93,7 +116,7 @@ pub fn parse_str_lenient(text: &str) -> Result<Lenient, ParseError> {
             non_finite: Vec::new(),
         }),
         Err(error) => {
-            let strict = ParseError::Syntax(error.to_string());
+            let strict = ParseError::syntax(&error);
             if !error.to_string().starts_with("number out of range") {
                 return Err(strict);
             }
@@ -530,7 +553,10 @@ mod tests {
         let v = parse_str("{\"a\":1,\"b\":2,\"a\":3}").unwrap();
         assert_eq!(to_compact(&v), "{\"a\":3,\"b\":2}");
         assert_eq!(parse_str("\u{feff}{}").unwrap(), json!({}));
-        assert!(matches!(parse_str("{not json"), Err(ParseError::Syntax(_))));
+        assert!(matches!(
+            parse_str("{not json"),
+            Err(ParseError::Syntax { .. })
+        ));
     }
 
     #[test]
@@ -580,7 +606,7 @@ mod tests {
             let lenient = parse_str_lenient(&text);
             match strict {
                 Ok(value) => proptest::prop_assert_eq!(lenient.map(|l| l.value), Ok(value)),
-                Err(ParseError::Syntax(m)) if !m.starts_with("number out of range") => {
+                Err(ParseError::Syntax { message: m, .. }) if !m.starts_with("number out of range") => {
                     proptest::prop_assert!(lenient.is_err())
                 }
                 Err(_) => {}
@@ -598,7 +624,7 @@ mod tests {
         );
         assert!(matches!(
             parse_str_lenient("{not json"),
-            Err(ParseError::Syntax(_))
+            Err(ParseError::Syntax { .. })
         ));
         let deep = format!("{}1e400{}", "[".repeat(200), "]".repeat(200));
         assert!(parse_str_lenient(&deep).is_err());

@@ -220,7 +220,10 @@ pub fn parse_profile_bytes(bytes: &[u8], file_name: &str, scope: Scope) -> Parse
     }
     match parse_bytes(bytes) {
         Ok(value) => parse_profile_value(value, file_name, scope),
-        Err(err) => ParsedProfile::fault(file_name, format!("Failed to parse JSON: {err}")),
+        Err(err) => ParsedProfile {
+            diagnostics: vec![Diagnostic::json_syntax(&err)],
+            ..ParsedProfile::fault(file_name, "")
+        },
     }
 }
 

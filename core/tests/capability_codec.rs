@@ -399,7 +399,8 @@ fn faults() {
         parsed.diagnostics,
         vec![Diagnostic::error(
             "Failed to parse JSON: EOF while parsing a value at line 1 column 7"
-        )]
+        )
+        .with_position(1, 7)]
     );
     assert_eq!(parsed.capability, Capability::fault("broken"));
     assert_eq!(parsed.raw, None);

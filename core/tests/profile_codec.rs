@@ -381,6 +381,7 @@ fn faults() {
     assert_eq!(
         parsed.diagnostics[0],
         Diagnostic::error("Failed to parse JSON: key must be a string at line 1 column 2")
+            .with_position(1, 2)
     );
     assert!(parsed.diagnostics[0]
         .message
@@ -406,7 +407,8 @@ fn faults() {
         parsed.diagnostics,
         vec![Diagnostic::error(
             "Failed to parse JSON: EOF while parsing a value at line 1 column 0"
-        )]
+        )
+        .with_position(1, 0)]
     );
 
     let mut big = README_PROFILE.as_bytes().to_vec();

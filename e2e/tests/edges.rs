@@ -249,6 +249,16 @@ async fn a_file_that_is_not_json_is_repaired_in_the_json_tab() {
             "This file is not valid JSON. Open the JSON tab to repair it.",
         )
         .await;
+    // Diagnostics says what is wrong and where (it said "No problems").
+    browser
+        .wait_eq(".diagnostics .summary", "1 error · 0 warnings · 0 info")
+        .await;
+    browser
+        .wait_eq(
+            ".diagnostic-list .diagnostic.error .message",
+            "Failed to parse JSON: EOF while parsing a list at line 2 column 0",
+        )
+        .await;
     // The JSON tab is shown (and marked as the selected tab) with the file's exact text.
     browser.wait_css("textarea[name=stack-json]").await;
     wait_attr(

@@ -84,7 +84,40 @@ template error [intro] (items[0].content): Template error in item intro, line 2,
             "message": "Template error in item intro, line 2, column 1: forge-v1 parse error: Missing {% endif %}. The block would be left out of the prompt.",
             "itemId": "intro",
             "field": "items[0].content",
-            "category": "template"
+            "category": "template",
+            "line": 2,
+            "column": 1
+        }])
+    );
+}
+
+/// Issue 41, point 6: a file that is not JSON gives its error with a structured place in
+/// `check --json` (not only inside the message), as every diagnostic with a place does. A
+/// leading UTF-8 byte order mark is accepted (and ignored), as the file formats say.
+#[test]
+fn check_json_gives_the_line_and_column_of_a_json_syntax_error() {
+    let ws = Dirs::new();
+    ws.write(
+        ".pi/forge/prompt-stacks/x.json",
+        "{\n  \"schemaVersion\": 2,\n  \"id\": \"x\",\n  \"items\": [,]\n}\n",
+    );
+    ws.write(
+        ".pi/forge/prompt-stacks/bom.json",
+        &format!("\u{feff}{}", GOOD_STACK.replace("reviewer", "bom")),
+    );
+    let out = ws.run(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = report["files"].as_array().unwrap();
+    assert_eq!(files[0]["path"], ".pi/forge/prompt-stacks/bom.json");
+    assert_eq!(files[0]["diagnostics"], serde_json::json!([]), "{report}");
+    assert_eq!(
+        files[1]["diagnostics"],
+        serde_json::json!([{
+            "level": "error",
+            "message": "Failed to parse JSON: expected value at line 4 column 13",
+            "line": 4,
+            "column": 13
         }])
     );
 }

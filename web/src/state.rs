@@ -195,7 +195,11 @@ impl StackEditor {
         let checks_asked = StoredValue::new(false);
         let diagnostics = Memo::new(move |previous: Option<&Vec<Diagnostic>>| {
             if draft.with(Value::is_null) {
-                return Vec::new();
+                // A file that is not JSON: the server's diagnostics of it (the parse error with
+                // its line and column), not "No problems".
+                return loaded
+                    .with(|l| l.as_ref().and_then(|l| l.server_diagnostics.clone()))
+                    .unwrap_or_default();
             }
             // While the draft is the file, the server's diagnostics of that file (the codec's,
             // the templates' and the workspace's own checks).

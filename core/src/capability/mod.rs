@@ -313,9 +313,10 @@ pub fn parse_capability_bytes(bytes: &[u8], file_name: &str) -> ParsedCapability
     }
     match parse_bytes(bytes) {
         Ok(value) => parse_capability_value(value, file_name, revision),
-        Err(err) => {
-            ParsedCapability::fault(file_name, format!("Failed to parse JSON: {err}"), revision)
-        }
+        Err(err) => ParsedCapability {
+            diagnostics: vec![Diagnostic::json_syntax(&err)],
+            ..ParsedCapability::fault(file_name, "", revision)
+        },
     }
 }
 

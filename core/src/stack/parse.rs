@@ -70,10 +70,15 @@ fn fallback_stack(file_name: &str) -> PromptStack {
 /// The fail-closed stack for a file that could not be read or parsed: the fallback stack with the
 /// single error `message` (e.g. `Failed to read prompt stack: <e>`).
 pub fn fault_stack(file_name: &str, message: String) -> ParsedStack {
+    fault_stack_with(file_name, Diagnostic::error(message))
+}
+
+/// [`fault_stack`] with its one diagnostic given (a JSON syntax error keeps its place).
+fn fault_stack_with(file_name: &str, diagnostic: Diagnostic) -> ParsedStack {
     ParsedStack {
         stack: fallback_stack(file_name),
         raw: None,
-        diagnostics: vec![Diagnostic::error(message)],
+        diagnostics: vec![diagnostic],
     }
 }
 
@@ -84,7 +89,7 @@ pub fn fault_stack(file_name: &str, message: String) -> ParsedStack {
 pub fn parse_stack_bytes(bytes: &[u8], opts: &ParseOptions) -> ParsedStack {
     match parse_bytes_lenient(bytes) {
         Ok(read) => parse_stack_lenient(read, opts),
-        Err(e) => fault_stack(opts.file_name, format!("Failed to parse JSON: {e}")),
+        Err(e) => fault_stack_with(opts.file_name, Diagnostic::json_syntax(&e)),
     }
 }
 
@@ -92,7 +97,7 @@ pub fn parse_stack_bytes(bytes: &[u8], opts: &ParseOptions) -> ParsedStack {
 pub fn parse_stack_str(text: &str, opts: &ParseOptions) -> ParsedStack {
     match parse_str_lenient(text) {
         Ok(read) => parse_stack_lenient(read, opts),
-        Err(e) => fault_stack(opts.file_name, format!("Failed to parse JSON: {e}")),
+        Err(e) => fault_stack_with(opts.file_name, Diagnostic::json_syntax(&e)),
     }
 }
 

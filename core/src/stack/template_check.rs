@@ -67,12 +67,14 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
         let analysis = analyze_text(content);
         for error in &analysis.errors {
             let at = error.span.map_or(0, |s| s.start);
+            let (line, column) = line_column(content, at);
             out.push(
                 Diagnostic::error(format!(
                     "Template error in {}: {}. The block would be left out of the prompt.",
                     place(at),
                     error.message
                 ))
+                .with_position(line, column)
                 .with_item(item.id.clone())
                 .with_field(field.clone())
                 .with_category(Category::Template),
@@ -91,11 +93,13 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
                 continue;
             }
             let at = dependency.spans.first().map_or(0, |s| s.start);
+            let (line, column) = line_column(content, at);
             out.push(
                 Diagnostic::warning(format!(
                     "Template in {} reads parameters.{name}, which this Preset does not define: it renders as nothing.",
                     place(at)
                 ))
+                .with_position(line, column)
                 .with_item(item.id.clone())
                 .with_field(field.clone())
                 .with_category(Category::Template),
