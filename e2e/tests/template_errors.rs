@@ -137,3 +137,59 @@ async fn a_saved_broken_template_counts_in_the_list_and_fails_the_profile_prefli
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Issue 41, point 4: a block without a role is left out by the compiler, so the editor never
+/// shows it as a system block: its row says so, the role field names what empty means, and
+/// Diagnostics warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_without_a_role_says_it_is_left_out() {
+    let roleless = pretty(&json!({
+        "schemaVersion": 2,
+        "type": "pi-forge.prompt-stack",
+        "id": "plain",
+        "items": [
+            { "kind": "block", "id": "intro", "role": "system", "content": "Kept." },
+            { "kind": "block", "id": "loose", "content": "Left out." },
+            { "kind": "slot", "id": "history", "slot": "chat-history" }
+        ]
+    }));
+    let server = Server::start_with(&[(&format!("{STACKS}/plain.json"), &roleless)], &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("Loaded plain").await;
+    assert_eq!(
+        browser
+            .js(
+                "return [...document.querySelectorAll('.item-row .item-meta')].map(e => e.textContent);",
+                vec![]
+            )
+            .await,
+        json!(["block · system", "block · no role: left out", "slot · chat-history"])
+    );
+    browser.click(".item-row[data-index='1']").await;
+    browser
+        .wait_js(
+            "the role field's empty choice",
+            "return document.querySelector('select[name=item-role] option[value=\"\"]')?.textContent ?? null;",
+            json!("(none: left out of the prompt)"),
+        )
+        .await;
+    browser
+        .wait_eq(".diagnostics .summary", "0 errors · 1 warning · 0 info")
+        .await;
+    assert_eq!(
+        browser
+            .text(".diagnostics .diagnostic .message")
+            .await
+            .as_deref(),
+        Some("Enabled block has no role and will be ignored.")
+    );
+    // The compiler agrees: the preview's system prompt holds only the kept block.
+    let out = std::process::Command::new(support::pi_forge_binary())
+        .args(["preview", "plain", "--no-live", "--json", "--project"])
+        .arg(server.path("project"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["compiled"]["systemPrompt"], "Kept.");
+}

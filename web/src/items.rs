@@ -191,15 +191,13 @@ fn ItemRow(
         if kind == "slot" {
             format!("slot · {}", field("slot"))
         } else {
+            // A block without a role is left out by the compiler: never show a role it lacks.
             let role = field("role");
-            format!(
-                "block · {}",
-                if role.is_empty() {
-                    "system".into()
-                } else {
-                    role
-                }
-            )
+            if role.is_empty() {
+                "block · no role: left out".to_string()
+            } else {
+                format!("block · {role}")
+            }
         }
     };
     let selected = move || ed.item.get() == Some(i);
@@ -278,6 +276,7 @@ fn ItemEditor(i: usize) -> impl IntoView {
         ed.draft
             .with(|d| jp::get_str(d, &format!("/items/{i}/kind")))
     });
+    let kind_now = kind.get_untracked();
     let kind = move || kind.get();
     let remove = move |_| {
         let id = ed
@@ -311,7 +310,7 @@ fn ItemEditor(i: usize) -> impl IntoView {
             <div class="grid">
                 {text_field(ed, format!("{base}/id"), "item-id", "Item ID", false)}
                 {text_field(ed, format!("{base}/name"), "item-name", "Name", true)}
-                {select_field(ed, format!("{base}/role"), "item-role", "Role", "(default)", ROLES.to_vec())}
+                {select_field(ed, format!("{base}/role"), "item-role", "Role", if kind_now == "block" { "(none: left out of the prompt)" } else { "(none)" }, ROLES.to_vec())}
                 <label class="check">
                     <input type="checkbox" name="item-enabled"
                         prop:checked=move || ed.draft.with(|d| jp::get_bool(d, &format!("/items/{i}/enabled")) != Some(false))
