@@ -346,3 +346,45 @@ async fn a_row_clicked_before_the_app_starts_is_the_preset_it_opens() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Issue 41, point 11: until the user picks a theme the app follows the OS's
+/// `prefers-color-scheme` (here Chromium told the OS prefers dark) and stores no choice; the
+/// theme button's choice is stored and wins from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_theme_follows_the_os_until_the_user_picks_one() {
+    let server = Server::start_with(
+        &[(
+            "project/.pi/forge/prompt-stacks/alpha.json",
+            &pretty(&sample_stack("alpha", "Alpha", "Fine.")),
+        )],
+        &[],
+    );
+    let browser = Browser::start_with_args(&["--blink-settings=preferredColorScheme=0"]).await;
+    browser.open(&server).await;
+    browser.wait_app().await;
+    let state = "return [matchMedia('(prefers-color-scheme: dark)').matches, document.documentElement.getAttribute('data-theme'), localStorage.getItem('pi-forge-theme')];";
+    browser
+        .wait_js(
+            "the OS's dark theme, no stored choice",
+            state,
+            json!([true, "dark", null]),
+        )
+        .await;
+    browser.click("button.theme-toggle").await;
+    browser
+        .wait_js(
+            "the user's light choice, stored",
+            state,
+            json!([true, "light", "light"]),
+        )
+        .await;
+    browser.open(&server).await;
+    browser.wait_app().await;
+    browser
+        .wait_js(
+            "the stored choice wins over the OS",
+            state,
+            json!([true, "light", "light"]),
+        )
+        .await;
+}

@@ -46,12 +46,33 @@ pub fn Shell() -> impl IntoView {
     provide_context(dock);
     crate::payloads::provide(app, dock);
 
-    let dark = storage()
-        .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
-        .map(|v| v == "dark")
-        .unwrap_or(false);
+    // The user's choice once made (the theme button stores it); until then the OS's
+    // `prefers-color-scheme`, followed as it changes. Nothing is stored before a choice.
+    let chosen = || storage().and_then(|s| s.get_item(THEME_KEY).ok().flatten());
+    let os_dark = web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten());
+    let dark = match chosen() {
+        Some(v) => v == "dark",
+        None => os_dark
+            .as_ref()
+            .is_some_and(web_sys::MediaQueryList::matches),
+    };
     app.dark.set(dark);
     apply_theme(dark);
+    if let Some(query) = os_dark {
+        let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new({
+            let query = query.clone();
+            move || {
+                if chosen().is_none() {
+                    app.dark.set(query.matches());
+                    apply_theme(query.matches());
+                }
+            }
+        });
+        query.set_onchange(Some(wasm_bindgen::JsCast::unchecked_ref(follow.as_ref())));
+        // The listener lives as long as the page.
+        follow.forget();
+    }
 
     // The page carries the stack list: the rows are in the first render, without a request.
     if !state::boot_list(app) {

@@ -349,6 +349,11 @@ pub struct Browser {
 
 impl Browser {
     pub async fn start() -> Browser {
+        Browser::start_with_args(&[]).await
+    }
+
+    /// [`Browser::start`] with more Chromium arguments (e.g. an OS colour preference).
+    pub async fn start_with_args(extra: &[&str]) -> Browser {
         for path in [CHROMIUM, CHROMEDRIVER] {
             assert!(Path::new(path).exists(), "{path} is missing: {SETUP_HINT}");
         }
@@ -377,23 +382,29 @@ impl Browser {
         }
 
         let user_data_dir = profile.path().join("chromium");
+        const ARGS: &[&str] = &[
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,900",
+        ];
+        let args: Vec<String> = ARGS
+            .iter()
+            .chain(extra)
+            .map(|a| a.to_string())
+            .chain([format!("--user-data-dir={}", user_data_dir.display())])
+            .collect();
         let capabilities: Capabilities = serde_json::from_value(serde_json::json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": CHROMIUM,
-                "args": [
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--disable-dev-shm-usage",
-                    "--window-size=1280,900",
-                    format!("--user-data-dir={}", user_data_dir.display()),
-                ],
+                "args": args,
             },
             "goog:loggingPrefs": { "browser": "ALL" },
         }))
