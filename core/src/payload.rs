@@ -158,7 +158,7 @@ pub enum PayloadError {
     #[error("No captured turn {0} in this session (the history keeps the last 20 turns).")]
     UnknownTurn(String),
     #[error(
-        "No captured provider turns yet. Send a prompt; recent turns appear here automatically."
+        "No captured provider turns yet: Pi is connected, and every request it sends for a prompt is captured here (and compared in the run diff). Send a prompt in Pi."
     )]
     Empty,
 }

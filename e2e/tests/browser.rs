@@ -41,6 +41,16 @@ async fn empty_project_renders_the_shell_without_console_errors() {
     let browser = Browser::start().await;
     browser.open(&server).await;
 
+    // Payloads without Pi says how to connect it (issue 41, point 9).
+    browser.click_text(".surface-tab", "Payloads").await;
+    browser
+        .wait_eq(
+            ".capture-rows .empty",
+            "No live Pi session. Install the bridge once (`pi install npm:pi-forge`, or `pi-forge pi install` for a binary built from source), start Pi in this project (it connects by itself; `/forge ui` opens this editor), then send a prompt.",
+        )
+        .await;
+    browser.click_text(".surface-tab", "Presets").await;
+
     assert_eq!(
         browser.text(".topbar .brand").await.as_deref(),
         Some("pi-forge")

@@ -64,6 +64,10 @@ async fn plans_appear_live_are_reviewed_approved_by_keyboard_rejected_and_the_ru
     browser
         .wait_eq(".plans-empty", "No plan is waiting for approval.")
         .await;
+    // The empty state says how a plan is made (issue 41, point 9).
+    browser
+        .wait_eq(".plans-how", "A plan is made when the model calls forge_subagent (a Preset must allow that tool), with /forge agent plan|run <profile> <task> in Pi, or with pi-forge agent plan|run in a terminal. Which profiles may be delegated to is set in .pi/forge/subagents.json.")
+        .await;
 
     ws.model.call_tools(&[
         (

@@ -395,7 +395,7 @@ async fn the_browser_arms_inspects_searches_downloads_and_diffs() {
     browser
         .wait_eq(
             ".capture-rows .empty",
-            "No captured provider turns yet. Send a prompt; recent turns appear here automatically.",
+            "No captured provider turns yet: Pi is connected, and every request it sends for a prompt is captured here (and compared in the run diff). Send a prompt in Pi.",
         )
         .await;
     browser

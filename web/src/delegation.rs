@@ -423,6 +423,7 @@ fn PlansView(d: Delegation) -> impl IntoView {
                 Some(Err(e)) => view! { <p class="banner error">{e}</p> }.into_any(),
                 Some(Ok(list)) if list.is_empty() => view! {
                     <p class="empty plans-empty">"No plan is waiting for approval."</p>
+                    <p class="muted plans-how">"A plan is made when the model calls forge_subagent (a Preset must allow that tool), with /forge agent plan|run <profile> <task> in Pi, or with pi-forge agent plan|run in a terminal. Which profiles may be delegated to is set in .pi/forge/subagents.json."</p>
                 }.into_any(),
                 Some(Ok(list)) => list.into_iter().map(|p| plan_card(app, d, p)).collect_view().into_any(),
             }}
@@ -626,7 +627,7 @@ fn RunsView(d: Delegation) -> impl IntoView {
                 None => view! { <p class="empty">"Loading runs…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="banner error">{e}</p> }.into_any(),
                 Some(Ok(list)) if list.runs.is_empty() => view! {
-                    <p class="empty runs-empty">"No subagent has run in this project yet."</p>
+                    <p class="empty runs-empty">"No subagent has run in this project yet. Approve a plan above to run one; its verified answer and receipt stay here."</p>
                 }.into_any(),
                 Some(Ok(list)) => view! {
                     <ul class="run-rows">

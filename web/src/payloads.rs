@@ -379,9 +379,9 @@ pub fn PayloadsSurface() -> impl IntoView {
                         }
                         if rows.is_empty() {
                             let text = if connected() {
-                                "No captured provider turns yet. Send a prompt; recent turns appear here automatically."
+                                "No captured provider turns yet: Pi is connected, and every request it sends for a prompt is captured here (and compared in the run diff). Send a prompt in Pi."
                             } else {
-                                "No live Pi session. Start Pi in this project (the pi-forge extension connects by itself), then send a prompt."
+                                "No live Pi session. Install the bridge once (`pi install npm:pi-forge`, or `pi-forge pi install` for a binary built from source), start Pi in this project (it connects by itself; `/forge ui` opens this editor), then send a prompt."
                             };
                             return view! { <li class="empty">{text}</li> }.into_any();
                         }
