@@ -389,3 +389,43 @@ async fn hovering_a_path_shows_its_value_in_the_preview_environment() {
     browser.assert_no_errors().await;
     browser.close().await;
 }
+
+/// Issue 41, point 8: at 390 px a completion opened near the right edge stays on screen: the
+/// list moves left as far as its minimum width needs and is never wider than the room left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_completion_list_stays_on_screen_at_390_px() {
+    let (_server, browser) = open("").await;
+    browser.viewport(390, 844).await;
+    // The caret's x after the text, and the window's width.
+    let caret_x = "const t = document.querySelectorAll('.tpl-hl .tl')[0]; const r = document.createRange(); \
+                   r.selectNodeContents(t); const b = r.getBoundingClientRect(); return [b.right, window.innerWidth];";
+    let mut text = String::new();
+    for n in 1..80 {
+        text = format!("{} {{{{ runtime.", "m".repeat(n));
+        browser.fill(AREA, &text).await;
+        let at = browser.js(caret_x, vec![]).await;
+        let (right, width) = (at[0].as_f64().unwrap(), at[1].as_f64().unwrap());
+        if right > width - 120.0 && right < width - 10.0 {
+            break;
+        }
+    }
+    caret_at(&browser, text.encode_utf16().count()).await;
+    browser.press(&(Key::Control + " ")).await;
+    browser
+        .wait_js(
+            "the completion list",
+            "return !!document.querySelector('.tpl-complete:not([hidden])');",
+            json!(true),
+        )
+        .await;
+    let fits = browser
+        .js(
+            "const l = document.querySelector('.tpl-complete'); if (!l || l.hidden) return null; \
+             const b = l.getBoundingClientRect(); const e = document.querySelector('.tpl-body').getBoundingClientRect(); \
+             return [b.right <= window.innerWidth, b.right <= e.right + 1, b.width >= 200];",
+            vec![],
+        )
+        .await;
+    assert_eq!(fits, json!([true, true, true]), "{text}");
+    assert_eq!(browser.horizontal_overflow().await, Vec::<String>::new());
+}

@@ -41,6 +41,10 @@ struct Painted {
     caret: Option<usize>,
 }
 
+/// The completion list's width range (px; app.css `.tpl-complete` has the same minimum).
+const COMPLETE_MIN_WIDTH: f64 = 220.0;
+const COMPLETE_MAX_WIDTH: f64 = 440.0;
+
 /// The completion list on screen: the completion, the chosen entry, where it is drawn.
 #[derive(Clone, PartialEq)]
 struct Popup {
@@ -48,6 +52,8 @@ struct Popup {
     chosen: usize,
     left: f64,
     top: f64,
+    /// The room right of `left` inside the editor: the list never runs past its edge.
+    max_width: f64,
 }
 
 fn document() -> Option<web_sys::Document> {
@@ -417,7 +423,8 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
                 <ul class="tpl-complete" role="listbox" id=list_id_attr aria-label="Completions"
                     hidden=move || popup.with(Option::is_none)
                     style:left=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.left)).unwrap_or_default())
-                    style:top=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.top)).unwrap_or_default())>
+                    style:top=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.top)).unwrap_or_default())
+                    style:max-width=move || popup.with(|p| p.as_ref().map(|p| format!("{}px", p.max_width)).unwrap_or_default())>
                     {move || popup.get().map(|p| {
                         let list_id = list_id_view.clone();
                         p.completion.items.iter().enumerate().map(|(k, item)| {
@@ -722,10 +729,26 @@ fn show_completion(
         layer.set_scroll_top(a.scroll_top());
     }
     let (left, top) = caret_point(layer, line, column).unwrap_or((0.0, 0.0));
+    // At the caret, but moved left as far as needed for the list's minimum width to fit in the
+    // editor (a caret near the right edge of a 390 px screen), and no wider than what is left.
+    let width = layer
+        .parent_element()
+        .map_or(0.0, |p| f64::from(p.client_width()));
+    let left = if width > 0.0 {
+        left.min((width - COMPLETE_MIN_WIDTH).max(0.0))
+    } else {
+        left
+    };
+    let max_width = if width > 0.0 {
+        (width - left).min(COMPLETE_MAX_WIDTH)
+    } else {
+        COMPLETE_MAX_WIDTH
+    };
     popup.set(Some(Popup {
         completion,
         chosen: 0,
         left,
         top,
+        max_width,
     }));
 }
