@@ -395,14 +395,8 @@ impl LiveHub {
                     .session_file
                     .clone()
                     .unwrap_or_else(|| hello.session_id.clone());
-                let notice = serde_json::json!({
-                    "id": "takeover",
-                    "kind": "notify",
-                    "level": "error",
-                    "message": taken_over_notice(&by),
-                });
                 if let Some(commands) = &existing.commands {
-                    let _ = commands.send(notice);
+                    let _ = commands.send(notice_command("takeover", &taken_over_notice(&by)));
                 }
             }
         }
@@ -521,12 +515,7 @@ impl LiveHub {
         let mut inner = self.lock();
         if let Some(host) = inner.host.as_mut() {
             if let Some(commands) = host.commands.take() {
-                let _ = commands.send(serde_json::json!({
-                    "id": "farewell",
-                    "kind": "notify",
-                    "level": "error",
-                    "message": message,
-                }));
+                let _ = commands.send(notice_command("farewell", message));
             }
         }
     }
@@ -638,6 +627,11 @@ impl LiveHub {
         let _ = tx.send(result);
         Ok(())
     }
+}
+
+/// A `notify` command the server sends on its own (`id` names why): an error notice in Pi.
+fn notice_command(id: &str, message: &str) -> Value {
+    serde_json::json!({"id": id, "kind": "notify", "level": "error", "message": message})
 }
 
 /// What a session hears when another one takes over the editor (`/forge ui restart` there).

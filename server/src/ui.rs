@@ -228,14 +228,16 @@ fn write_record(path: &Path, record: &ServerRecord) -> Result<()> {
     Ok(())
 }
 
-/// Removes the state file; with `only_pid`, only when it still names that process.
-fn remove_record(path: &Path, only_pid: Option<u32>) {
+/// Removes the state file; with `only_pid`, only when it still names that process. False when
+/// another process's record was left in place.
+fn remove_record(path: &Path, only_pid: Option<u32>) -> bool {
     if let Some(pid) = only_pid {
         if read_record(path).is_some_and(|r| r.pid != pid) {
-            return;
+            return false;
         }
     }
     let _ = std::fs::remove_file(path);
+    true
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -606,9 +608,7 @@ async fn serve_async(
     // The state file and the launch page (whoever wrote it: this server or `pi-forge ui open`)
     // go with this server, unless a newer server of the project took their place.
     if let Some(state_path) = &state_path {
-        let ours = read_record(state_path).is_none_or(|r| r.pid == std::process::id());
-        remove_record(state_path, Some(std::process::id()));
-        if ours {
+        if remove_record(state_path, Some(std::process::id())) {
             let _ = std::fs::remove_file(launch_file(state_path));
         }
     } else if let Some(launch) = &launch {
@@ -625,7 +625,7 @@ const FAREWELL_WAIT: std::time::Duration = std::time::Duration::from_millis(500)
 
 /// Why a server stops.
 #[derive(Clone, Copy)]
-pub enum Stop {
+enum Stop {
     Failed,
     /// SIGTERM or Ctrl-C: `pi-forge ui stop`, `/forge ui restart` (here or in another session).
     Signal,
@@ -633,7 +633,7 @@ pub enum Stop {
 }
 
 /// What a connected Pi session is told when this editor stops.
-pub fn stopped_notice(stop: Stop) -> String {
+fn stopped_notice(stop: Stop) -> String {
     const THEN: &str = "a Preset recorded here refuses prompts until it connects again.";
     match stop {
         Stop::Failed => format!("pi-forge: the editor server failed and stopped, so this session is disconnected: /forge ui starts it again, and {THEN}"),

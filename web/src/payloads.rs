@@ -378,10 +378,11 @@ pub fn PayloadsSurface() -> impl IntoView {
                             }
                         }
                         if rows.is_empty() {
+                            // Connected: forge-core's one wording of the empty capture list.
                             let text = if connected() {
-                                "No captured provider turns yet: Pi is connected, and every request it sends for a prompt is captured here (and compared in the run diff). Send a prompt in Pi."
+                                forge_core::payload::PayloadError::Empty.to_string()
                             } else {
-                                "No live Pi session. Install the bridge once (`pi install npm:pi-forge`, or `pi-forge pi install` for a binary built from source), start Pi in this project (it connects by itself; `/forge ui` opens this editor), then send a prompt."
+                                "No live Pi session. Install the bridge once (`pi install npm:pi-forge`, or `pi-forge pi install` for a binary built from source), start Pi in this project (it connects by itself; `/forge ui` opens this editor), then send a prompt.".to_string()
                             };
                             return view! { <li class="empty">{text}</li> }.into_any();
                         }

@@ -17,6 +17,12 @@ fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok()?
 }
 
+/// Shows `dark` (or light) now: the app's signal, the page's theme and its first-screen cookie.
+fn set_theme(app: App, dark: bool) {
+    app.dark.set(dark);
+    apply_theme(dark);
+}
+
 fn apply_theme(dark: bool) {
     let theme = if dark { "dark" } else { "light" };
     let Some(document) = web_sys::window().and_then(|w| w.document()) else {
@@ -57,15 +63,13 @@ pub fn Shell() -> impl IntoView {
             .as_ref()
             .is_some_and(web_sys::MediaQueryList::matches),
     };
-    app.dark.set(dark);
-    apply_theme(dark);
+    set_theme(app, dark);
     if let Some(query) = os_dark {
         let follow = wasm_bindgen::closure::Closure::<dyn Fn()>::new({
             let query = query.clone();
             move || {
                 if chosen().is_none() {
-                    app.dark.set(query.matches());
-                    apply_theme(query.matches());
+                    set_theme(app, query.matches());
                 }
             }
         });
@@ -162,8 +166,7 @@ pub fn Shell() -> impl IntoView {
 
     let toggle_theme = move |_| {
         let dark = !app.dark.get_untracked();
-        app.dark.set(dark);
-        apply_theme(dark);
+        set_theme(app, dark);
         if let Some(s) = storage() {
             let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
         }

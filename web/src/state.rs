@@ -194,15 +194,9 @@ impl StackEditor {
         let checks: RwSignal<Option<crate::split::DraftChecks>> = RwSignal::new(None);
         let checks_asked = StoredValue::new(false);
         let diagnostics = Memo::new(move |previous: Option<&Vec<Diagnostic>>| {
-            if draft.with(Value::is_null) {
-                // A file that is not JSON: the server's diagnostics of it (the parse error with
-                // its line and column), not "No problems".
-                return loaded
-                    .with(|l| l.as_ref().and_then(|l| l.server_diagnostics.clone()))
-                    .unwrap_or_default();
-            }
             // While the draft is the file, the server's diagnostics of that file (the codec's,
-            // the templates' and the workspace's own checks).
+            // the templates' and the workspace's own checks; for a file that is not JSON, its
+            // parse error with line and column).
             let of_file = loaded.with(|l| {
                 l.as_ref()
                     .filter(|l| draft.with(|d| *d == l.saved))
@@ -210,6 +204,9 @@ impl StackEditor {
             });
             if let Some(d) = of_file {
                 return d;
+            }
+            if draft.with(Value::is_null) {
+                return Vec::new();
             }
             // An edited draft is checked here, by forge-core's file format, template and
             // binding checks (the server's draft validation), from the lazy part that holds

@@ -244,7 +244,6 @@ pub fn check_approval(approved: &str, current: &str) -> Result<(), StaleApproval
 /// The `cancelled` reason of a rejected approval.
 pub const REJECTED_REASON: &str = "Subagent run rejected by the human before provider transport.";
 
-/// The compact review of §D8 (one line per field; `[DECIDE]` extras included).
 /// The size of what a plan sends, in bytes: the canonical JSON of its sealed conversation (the
 /// system prompt and the portable messages the conversation fingerprint covers). The one
 /// definition behind the review (Pi's dialog, the terminal) and the API's `payloadBytes`.
@@ -258,6 +257,7 @@ pub fn system_prompt_chars(plan: &SealedPlan) -> u64 {
     crate::json::utf16_len(&plan.system_prompt) as u64
 }
 
+/// The compact review of §D8 (one line per field; `[DECIDE]` extras included).
 pub fn approval_summary(plan: &SealedPlan, task: &str, backend: &str) -> String {
     let stack = plan
         .profile

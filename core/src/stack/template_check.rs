@@ -47,9 +47,14 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
         let Some(content) = item.content().filter(|_| item.is_enabled()) else {
             continue;
         };
+        // The place of UTF-16 offset `at`: `(line, column, "item <id>, line L, column C")`.
         let place = |at: usize| {
             let (line, column) = line_column(content, at);
-            format!("item {}, line {line}, column {column}", item.id)
+            (
+                line,
+                column,
+                format!("item {}, line {line}, column {column}", item.id),
+            )
         };
         let field = format!("items[{index}].content");
         let literal = literal_units(content);
@@ -66,12 +71,10 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
         }
         let analysis = analyze_text(content);
         for error in &analysis.errors {
-            let at = error.span.map_or(0, |s| s.start);
-            let (line, column) = line_column(content, at);
+            let (line, column, at) = place(error.span.map_or(0, |s| s.start));
             out.push(
                 Diagnostic::error(format!(
-                    "Template error in {}: {}. The block would be left out of the prompt.",
-                    place(at),
+                    "Template error in {at}: {}. The block would be left out of the prompt.",
                     error.message
                 ))
                 .with_position(line, column)
@@ -92,12 +95,10 @@ pub fn template_diagnostics(stack: &PromptStack) -> Vec<Diagnostic> {
             if defined {
                 continue;
             }
-            let at = dependency.spans.first().map_or(0, |s| s.start);
-            let (line, column) = line_column(content, at);
+            let (line, column, at) = place(dependency.spans.first().map_or(0, |s| s.start));
             out.push(
                 Diagnostic::warning(format!(
-                    "Template in {} reads parameters.{name}, which this Preset does not define: it renders as nothing.",
-                    place(at)
+                    "Template in {at} reads parameters.{name}, which this Preset does not define: it renders as nothing."
                 ))
                 .with_position(line, column)
                 .with_item(item.id.clone())
