@@ -24,8 +24,9 @@ mod watch;
 
 use std::process::ExitCode;
 
-/// Static Linux builds (musl) use mimalloc: musl's allocator made the live bridge 1.8x slower.
-#[cfg(target_env = "musl")]
+/// Unix builds use mimalloc: musl's allocator made the live bridge 1.8x slower, glibc's a draft
+/// preview 1.4x (docs/performance.md).
+#[cfg(unix)]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -10,6 +10,7 @@ use forge_core::api::{Activated, StackDeleted, StackPreview, StackView, Template
 use forge_core::compile::{self, CompileInput, MacroRegistry};
 use forge_core::id::{parse_selector, Selector};
 use forge_core::json;
+use forge_core::runtime::RuntimeSnapshot;
 use forge_core::stack::{self, ParseOptions};
 use forge_core::workspace::service::{self, Kind};
 use forge_core::workspace::{Resolved, StackEntry, WorkspaceSnapshot, MAX_STACK_BYTES};
@@ -395,26 +396,48 @@ async fn preview(
         Some(Value::Object(_)) => Some(state.previews.enter(&sel).await?),
         _ => None,
     };
-    let result = tokio::task::spawn_blocking(move || {
-        let macros = MacroRegistry::new();
-        let mut input = CompileInput::new(Some(&stack), &runtime, &macros);
-        input.stack_key = Some(label.clone());
-        let compiled = compile::compile(&input);
-        let preview = compile::preview(&compiled, &label, &load_diagnostics, &runtime.clock);
-        let text = compile::preview_text(&preview);
-        serde_json::to_value(&compiled).map(|compiled| StackPreview {
-            ok: true,
-            stack_id: label,
-            live_host: runtime.live,
-            text,
-            diagnostics: preview.diagnostics.clone(),
-            preview,
-            compiled,
+    // A small draft compiles in well under the cost of handing it to the blocking pool and
+    // back (two thread wake-ups); anything larger goes there, off the async workers.
+    let small = stack.items.len() <= INLINE_PREVIEW_ITEMS
+        && runtime.messages.len() <= INLINE_PREVIEW_MESSAGES;
+    let result = if small {
+        compile_preview(&stack, &runtime, label, &load_diagnostics)
+    } else {
+        tokio::task::spawn_blocking(move || {
+            compile_preview(&stack, &runtime, label, &load_diagnostics)
         })
-    })
-    .await?
+        .await?
+    }
     .map_err(|e| ApiError::internal(format!("Could not serialize the compiled prompt: {e}")))?;
     Ok(ok_typed(&result))
+}
+
+/// Drafts at most this large compile on the async worker that received them (see [`preview`]).
+const INLINE_PREVIEW_ITEMS: usize = 100;
+const INLINE_PREVIEW_MESSAGES: usize = 100;
+
+/// The preview answer: the draft compiled against `runtime`, its report and its text.
+fn compile_preview(
+    stack: &stack::PromptStack,
+    runtime: &RuntimeSnapshot,
+    label: String,
+    load_diagnostics: &[forge_core::diag::Diagnostic],
+) -> Result<StackPreview, serde_json::Error> {
+    let macros = MacroRegistry::new();
+    let mut input = CompileInput::new(Some(stack), runtime, &macros);
+    input.stack_key = Some(label.clone());
+    let compiled = compile::compile(&input);
+    let preview = compile::preview(&compiled, &label, load_diagnostics, &runtime.clock);
+    let text = compile::preview_text(&preview);
+    serde_json::to_value(&compiled).map(|compiled| StackPreview {
+        ok: true,
+        stack_id: label,
+        live_host: runtime.live,
+        text,
+        diagnostics: preview.diagnostics.clone(),
+        preview,
+        compiled,
+    })
 }
 
 /// `POST /api/stacks/:sel/template-env` `{stack?}` → `{ok, runtime, parameters}`: what the
