@@ -1322,6 +1322,77 @@ async fn external_edits_reach_a_clean_editor_and_conflict_with_a_dirty_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_whose_file_was_deleted_is_saved_again_or_forked_from_the_draft() {
+    let live = sample_stack("live", "Live", "Live text.");
+    let (server, browser) = start(std::slice::from_ref(&live), "live").await;
+    browser.tab("Stack").await;
+    browser.fill("input[name=stack-name]", "Mine").await;
+    browser.wait_count(".badge.dirty", 1).await;
+
+    std::fs::remove_file(server.path(&stack_path("live"))).expect("delete the file");
+    browser.wait_css(".disk-changed").await;
+    assert_eq!(
+        browser.text(".disk-changed span").await.as_deref(),
+        Some("This Preset was deleted on disk. Your unsaved changes are still here.")
+    );
+    // Keep mine: the draft stays, and the editor says what Save and Fork now do.
+    browser.click(".disk-changed button.keep-mine").await;
+    browser.wait_count(".disk-changed", 0).await;
+    assert_eq!(
+        browser.text(".file-gone").await.as_deref(),
+        Some("This Preset's file was deleted on disk. Save writes your draft to it again; Fork saves the draft under another ID.")
+    );
+    assert_eq!(browser.value("input[name=stack-name]").await, "Mine");
+
+    // Save creates the file again with the draft's content (before: "Unknown prompt stack").
+    browser.click("button.save").await;
+    browser
+        .wait_status("Saved live: its file was written again")
+        .await;
+    let mut mine = live.clone();
+    mine["name"] = json!("Mine");
+    wait_file(&server, &stack_path("live"), &mine).await;
+    browser.wait_count(".file-gone", 0).await;
+    browser.wait_count(".badge.dirty", 0).await;
+
+    // Deleted again with a new unsaved edit: Fork copies the draft (there is no file to copy).
+    browser.fill("input[name=stack-name]", "Mine again").await;
+    browser.wait_count(".badge.dirty", 1).await;
+    std::fs::remove_file(server.path(&stack_path("live"))).expect("delete the file");
+    browser.wait_css(".disk-changed").await;
+    browser.click(".disk-changed button.keep-mine").await;
+    browser.wait_css(".file-gone").await;
+    browser.click("button.more-toggle").await;
+    browser.click(".more .menu button.fork").await;
+    browser.wait_css(".modal input[name=fork-id]").await;
+    assert_eq!(
+        browser.text(".modal .banner.info").await.as_deref(),
+        Some("The saved file was deleted on disk: the fork is made from your draft.")
+    );
+    assert_eq!(
+        browser.value(".modal input[name=fork-name]").await,
+        "Mine again (copy)"
+    );
+    browser
+        .fill(".modal input[name=fork-id]", "live-kept")
+        .await;
+    browser.wait_eq(".modal .field-note", "Available.").await;
+    browser.click_text(".modal button.primary", "Fork").await;
+    browser.wait_status("Forked to live-kept").await;
+    let mut fork = live.clone();
+    fork["id"] = json!("live-kept");
+    fork["name"] = json!("Mine again (copy)");
+    wait_file(&server, &stack_path("live-kept"), &fork).await;
+    // The editor now shows the fork, saved; the deleted file stays deleted.
+    browser.wait_eq(".stack-title", "Mine again (copy)").await;
+    assert_eq!(browser.count(".badge.dirty").await, 0);
+    assert!(!server.path(&stack_path("live")).exists());
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_from_disk_drops_the_draft_for_the_external_version() {
     let live = sample_stack("live", "Live", "Live text.");
     let (server, browser) = start(std::slice::from_ref(&live), "live").await;

@@ -355,8 +355,11 @@ fn ForkDialog() -> impl IntoView {
         return view! { <p>"Open a Preset first."</p> }.into_any();
     };
     let id = RwSignal::new(format!("{}-copy", loaded.id));
+    // Without a saved file (deleted on disk, draft kept) the fork is made from the draft.
+    let gone = ed.file_gone.get_untracked();
+    let draft = gone.then(|| ed.draft.get_untracked());
     // The copy gets its own display name, so the list does not show two identical rows.
-    let source_name = crate::jp::get_str(&loaded.saved, "/name");
+    let source_name = crate::jp::get_str(draft.as_ref().unwrap_or(&loaded.saved), "/name");
     let name = RwSignal::new(if source_name.trim().is_empty() {
         String::new()
     } else {
@@ -366,7 +369,8 @@ fn ForkDialog() -> impl IntoView {
     let activate = RwSignal::new(false);
     let failed = RwSignal::new(None::<String>);
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
-    let dirty = ed.dirty.get_untracked();
+    let dirty = ed.dirty.get_untracked() && !gone;
+    let gone_path = gone.then(|| loaded.path.clone());
     let source = loaded.selector.clone();
     let fork = move |_| {
         if problem().is_some() {
@@ -376,11 +380,30 @@ fn ForkDialog() -> impl IntoView {
         let scope_v = scope.get_untracked();
         let asked = wants_activation(app, activate);
         let new_name = name.get_untracked().trim().to_string();
-        let mut body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
-        if !new_name.is_empty() {
-            body["name"] = json!(new_name);
-        }
-        let path = format!("/api/stacks/{}/fork", seg(&source));
+        let (path, body) = match &draft {
+            // A create of the draft under the new ID and name.
+            Some(draft) => {
+                let mut stack = draft.clone();
+                stack["id"] = json!(new_id);
+                if !new_name.is_empty() {
+                    stack["name"] = json!(new_name);
+                }
+                // As the server's fork does: a copy never starts new Pi sessions on its own.
+                if stack.get("autoActivate") == Some(&json!(true)) {
+                    stack["autoActivate"] = json!(false);
+                }
+                let body = json!({ "stack": stack, "scope": scope_v, "activate": asked });
+                ("/api/stacks".to_string(), body)
+            }
+            None => {
+                let mut body = json!({ "id": new_id, "scope": scope_v, "activate": asked });
+                if !new_name.is_empty() {
+                    body["name"] = json!(new_name);
+                }
+                (format!("/api/stacks/{}/fork", seg(&source)), body)
+            }
+        };
+        let gone_path = gone_path.clone();
         spawn_local(async move {
             match api::post_as::<StackView>(&path, &body).await {
                 Ok(view) => {
@@ -391,6 +414,9 @@ fn ForkDialog() -> impl IntoView {
                             Tone::Ok,
                         );
                     } else {
+                        if let Some(gone) = &gone_path {
+                            crate::drafts::forget(gone); // the draft lives on in the fork
+                        }
                         app.scope
                             .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                         state::apply_view(app, &view, false);
@@ -410,6 +436,7 @@ fn ForkDialog() -> impl IntoView {
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); fork(()); }>
             {failed_banner(failed)}
             {dirty.then(|| view! { <p class="banner warn">"The fork copies the saved file. Your unsaved changes are not included."</p> })}
+            {gone.then(|| view! { <p class="banner info">"The saved file was deleted on disk: the fork is made from your draft."</p> })}
             {id_field("fork-id", "New ID", true, id, problem)}
             <label class="field">
                 <span class="label">"Name"</span>

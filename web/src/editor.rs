@@ -317,10 +317,20 @@ fn DiskBanner() -> impl IntoView {
                             }
                         }
                     }>{if deleted { "Close" } else { "Reload from disk" }}</button>
-                    <button class="keep-mine" on:click=move |_| ed.disk_change.set(None)>"Keep mine"</button>
+                    <button class="keep-mine" on:click=move |_| {
+                        if deleted {
+                            ed.file_gone.set(true);
+                        }
+                        ed.disk_change.set(None);
+                    }>"Keep mine"</button>
                 </div>
             }
-        })
+            .into_any()
+        }).or_else(|| ed.file_gone.get().then(|| view! {
+            <div class="banner info file-gone" role="status">
+                "This Preset's file was deleted on disk. Save writes your draft to it again; Fork saves the draft under another ID."
+            </div>
+        }.into_any()))
     }
 }
 

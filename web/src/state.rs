@@ -156,6 +156,9 @@ pub struct StackEditor {
     pub item: RwSignal<Option<usize>>,
     /// The revision a watcher event reported while the draft was dirty (banner).
     pub disk_change: RwSignal<Option<String>>,
+    /// The open Preset's file was deleted on disk and the person kept the draft: Save creates
+    /// the file again from it, Fork copies the draft (there is no saved file to copy).
+    pub file_gone: RwSignal<bool>,
     /// A draft restored from the browser's local storage (banner; `crate::drafts`).
     pub restored: RwSignal<Option<crate::drafts::Restored>>,
     pub conflict: RwSignal<Option<Conflict>>,
@@ -244,6 +247,7 @@ impl StackEditor {
             tab: RwSignal::new(Tab::Items),
             item: RwSignal::new(None),
             disk_change: RwSignal::new(None),
+            file_gone: RwSignal::new(false),
             restored: RwSignal::new(None),
             conflict: RwSignal::new(None),
             busy: RwSignal::new(false),
@@ -648,6 +652,7 @@ pub fn close_stack(app: App) {
     ed.json_origin.set(None);
     ed.item.set(None);
     ed.disk_change.set(None);
+    ed.file_gone.set(false);
     ed.restored.set(None);
     ed.conflict.set(None);
 }
@@ -701,6 +706,9 @@ fn fill(app: App, view: &StackView, keep_item: bool) {
     }
     if ed.disk_change.with_untracked(Option::is_some) {
         ed.disk_change.set(None);
+    }
+    if ed.file_gone.get_untracked() {
+        ed.file_gone.set(false);
     }
     if ed.conflict.with_untracked(Option::is_some) {
         ed.conflict.set(None);
@@ -824,11 +832,16 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
         app.say("Fix the errors before saving.", Tone::Error);
         return;
     }
-    if force_revision.is_none() && !ed.dirty.get_untracked() {
+    let gone = ed.file_gone.get_untracked();
+    if force_revision.is_none() && !gone && !ed.dirty.get_untracked() {
         return;
     }
     if ed.busy.get_untracked() {
         return; // one save at a time (a second one would conflict with the first)
+    }
+    if gone {
+        recreate_stack(app, loaded);
+        return;
     }
     let revision = force_revision.unwrap_or(loaded.revision.clone());
     let sent = ed.draft.get_untracked();
@@ -892,6 +905,43 @@ pub fn save_stack(app: App, force_revision: Option<String>) {
     });
 }
 
+/// Save when the file was deleted on disk and the person kept the draft: a create with the
+/// draft's content in the same scope (never over a file that appeared meanwhile: that is a 409
+/// naming it, and its own change event offers the reload).
+fn recreate_stack(app: App, loaded: Loaded) {
+    let ed = app.editor;
+    let sent = ed.draft.get_untracked();
+    let body = json!({ "stack": sent, "scope": loaded.scope });
+    let seq = ed.load_seq.get_value();
+    ed.busy.set(true);
+    spawn_local(async move {
+        let result = api::post_as::<StackView>("/api/stacks", &body).await;
+        ed.busy.set(false);
+        let current = ed.load_seq.get_value() == seq
+            && ed
+                .loaded
+                .with_untracked(|l| l.as_ref().is_some_and(|l| l.selector == loaded.selector));
+        match result {
+            Ok(view) => {
+                if current {
+                    if ed.draft.with_untracked(|d| *d == sent) {
+                        fill(app, &view, true);
+                    } else {
+                        ed.loaded.set(Some(loaded_from(&view)));
+                        ed.file_gone.set(false);
+                    }
+                }
+                app.say(
+                    format!("Saved {}: its file was written again", loaded.id),
+                    Tone::Ok,
+                );
+                refresh_stacks(app);
+            }
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
 /// Applies one change from `/api/events` to the open stack.
 pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
     let ed = app.editor;
@@ -910,7 +960,10 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
             .set_value(Some((key.to_string(), revision)));
         return;
     }
-    if ed.dirty.get_untracked() {
+    if revision.is_some() && ed.file_gone.get_untracked() {
+        ed.file_gone.set(false); // written again (not by this tab): a save is a PUT once more
+    }
+    if ed.dirty.get_untracked() || ed.file_gone.get_untracked() {
         ed.disk_change
             .set(Some(revision.unwrap_or_else(|| "deleted".into())));
         return;
