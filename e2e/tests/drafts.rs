@@ -181,3 +181,39 @@ async fn a_lost_session_is_resumed_without_a_reload_and_the_draft_is_saved() {
     assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_restart_keeps_the_address_the_old_tab_says_so_and_the_draft_comes_back() {
+    let server = Server::start_with(&[(STACK, &review())], &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("Loaded review").await;
+    name_first_item(&browser, "Intro").await;
+
+    // `pi-forge ui --restart`: a new server (new token) at the same address.
+    let base = server.base.clone();
+    let old_url = server.url.clone();
+    let server = server.restart();
+    assert_eq!(server.base, base, "{}", server.stderr.text());
+    assert_ne!(server.url, old_url);
+
+    // The open tab finds out by itself (its event stream dropped) and says what to do; it
+    // never shows only "Failed to fetch".
+    browser.wait_css(".session-lost").await;
+    let banner = browser.text(".session-lost p").await.unwrap();
+    assert!(
+        banner.starts_with("This page's session with the pi-forge server ended"),
+        "{banner}"
+    );
+    assert_eq!(on_disk(&server)["items"][0].get("name"), None);
+
+    // The new URL in this browser: same origin, so the kept draft is offered again.
+    browser.open(&server).await;
+    browser.wait_css(".restored-draft").await;
+    browser.click(".item-row[data-index='0']").await;
+    assert_eq!(browser.value("input[name=item-name]").await, "Intro");
+    save(&browser).await;
+    assert_eq!(on_disk(&server)["items"][0]["name"], "Intro");
+    assert_eq!(browser.page_errors().await, Vec::<String>::new());
+    browser.close().await;
+}

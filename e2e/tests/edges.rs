@@ -582,8 +582,16 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
     browser.wait_eq(".badge.dirty", "unsaved").await;
     browser.click("button.save").await;
     browser
-        .wait_status("The pi-forge server did not answer: TypeError: Failed to fetch")
+        .wait_status(
+            "The pi-forge server did not answer (it stopped or is restarting); see the banner.",
+        )
         .await;
+    // The banner says what happened and what to do (before: only "TypeError: Failed to fetch").
+    let banner = browser.text(".server-gone p").await.unwrap_or_default();
+    assert_eq!(
+        banner,
+        "The pi-forge server is not answering at this address: it stopped or is restarting. Start it again with pi-forge ui (or /forge ui in Pi); it comes back at this address when the port is free. Then open the URL it prints in this browser: this page reconnects by itself, and your unsaved changes are kept in this browser meanwhile."
+    );
     assert_eq!(
         browser
             .js(
@@ -612,6 +620,8 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
     let loader = "/assets/__wasm_split.js - Failed to load resource: net::ERR_CONNECTION_REFUSED";
     let retry = "/api/events - Failed to load resource: net::ERR_CONNECTION_REFUSED";
     let stream_end = "/api/events - Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING";
+    // The page asks why the stream failed, on each of its failures.
+    let probe = "/api/live - Failed to load resource: net::ERR_CONNECTION_REFUSED";
     let deadline = Instant::now() + WAIT;
     let mut got: Vec<String> = Vec::new();
     while !(got.iter().any(|m| m == put) && got.iter().any(|m| m == retry)) {
@@ -640,7 +650,7 @@ async fn save_without_a_server_says_so_and_keeps_the_draft() {
     );
     let unexpected: Vec<&String> = got
         .iter()
-        .filter(|m| ![put, loader, retry, stream_end].contains(&m.as_str()))
+        .filter(|m| ![put, loader, retry, stream_end, probe].contains(&m.as_str()))
         .collect();
     assert_eq!(unexpected, Vec::<&String>::new(), "console errors");
 

@@ -155,7 +155,8 @@ the diff\" --json | jq .templateEnv > env.json\n  pi-forge preview reviewer --fi
         action: Option<UiAction>,
         #[command(flatten)]
         workspace: WorkspaceArgs,
-        /// Port to bind on 127.0.0.1 (default: config.json webEditor.port, else any free port).
+        /// Port to bind on 127.0.0.1 (default: config.json webEditor.port, else the port this
+        /// project's editor had last time when it is free, else any free port).
         #[arg(long)]
         port: Option<u16>,
         /// Do not open a browser; just print the URL.

@@ -496,7 +496,7 @@ async fn serve_async(
         Arc::new(tokio::task::spawn_blocking(move || WorkspaceHandle::open(store, options)).await?);
     reloader.loaded(&ws).await;
 
-    let preferred = port.or_else(|| {
+    let configured = port.or_else(|| {
         let snapshot = ws.snapshot();
         snapshot
             .config
@@ -504,8 +504,30 @@ async fn serve_async(
             .filter(|_| paths.trusted)
             .and_then(|c| c.parsed.config.web_editor_port)
     });
-    let listener = bind(preferred).await?;
+    // Without a port asked for, the project's previous one: the editor's address (its origin)
+    // stays the same across `--restart`, `ui stop` and a crash, so open tabs and the unsaved
+    // drafts a browser keeps per origin find the new server there.
+    let remembered = match (configured, &state_path) {
+        (None, Some(state_path)) => last_port(state_path),
+        _ => None,
+    };
+    let listener = match (configured, remembered) {
+        (Some(port), _) => bind(Some(port)).await?,
+        (None, Some(port)) => {
+            match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
+                Ok(listener) => listener,
+                Err(error) => {
+                    eprintln!("pi-forge: the editor's previous address, port {port}, is not free ({error}); using another port, so tabs still open at the old one must be opened again at the new address (their unsaved drafts stay in the browser, under the old one)");
+                    bind(None).await?
+                }
+            }
+        }
+        (None, None) => bind(None).await?,
+    };
     let port = listener.local_addr()?.port();
+    if let Some(state_path) = &state_path {
+        let _ = std::fs::write(last_port_file(state_path), port.to_string());
+    }
     let token = new_token()?;
     let url = format!("http://127.0.0.1:{port}/?token={token}");
 
@@ -728,6 +750,16 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 }
 
 /// The launch page of the server whose state file is `state_path`: `ui-<hash>-open.html` beside it.
+/// The port the project's editor last listened on (kept when the server stops).
+fn last_port_file(state_path: &Path) -> PathBuf {
+    state_path.with_extension("port")
+}
+
+fn last_port(state_path: &Path) -> Option<u16> {
+    let text = std::fs::read_to_string(last_port_file(state_path)).ok()?;
+    text.trim().parse().ok().filter(|&port| port != 0)
+}
+
 fn launch_file(state_path: &Path) -> PathBuf {
     let stem = state_path
         .file_stem()

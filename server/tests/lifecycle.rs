@@ -132,6 +132,9 @@ fn restart_replaces_the_server_with_a_new_token() {
     let mut first = Server::start(&dirs, &[], &[]);
     let mut second = Server::start(&dirs, &["--restart"], &[]);
     assert_ne!(second.url, first.url);
+    // The same address (origin): open tabs and the drafts a browser keeps per origin find
+    // the new server there.
+    assert_eq!(second.port, first.port, "{}", second.stderr());
     first
         .wait_exit(Duration::from_secs(10))
         .expect("--restart stops the old server");
@@ -146,6 +149,48 @@ fn restart_replaces_the_server_with_a_new_token() {
         .wait_exit(Duration::from_secs(10))
         .expect("SIGTERM stops the server");
     assert!(dirs.state_files().is_empty());
+}
+
+#[test]
+fn a_stopped_editor_starts_again_at_its_address_unless_the_port_is_taken() {
+    let dirs = Dirs::new();
+    let project = dirs.project();
+    let first = Server::start(&dirs, &[], &[]);
+    let port = first.port;
+    let stop = |dirs: &Dirs| {
+        let out = dirs
+            .command(&["ui", "stop", "--project", project.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    stop(&dirs);
+    drop(first);
+    let second = Server::start(&dirs, &[], &[]);
+    assert_eq!(second.port, port, "{}", second.stderr());
+    stop(&dirs);
+    drop(second);
+
+    // The port is taken meanwhile: another one, and the warning says what that means.
+    let taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let third = Server::start(&dirs, &[], &[]);
+    assert_ne!(third.port, port);
+    let stderr = third.stderr();
+    assert!(
+        stderr.contains(&format!(
+            "pi-forge: the editor's previous address, port {port}, is not free ("
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("using another port, so tabs still open at the old one must be opened again at the new address (their unsaved drafts stay in the browser, under the old one)"),
+        "{stderr}"
+    );
+    drop(taken);
 }
 
 #[test]

@@ -35,6 +35,11 @@ impl ApiError {
         }
     }
 
+    /// No answer at all: the server is not there (stopped, restarting, crashed).
+    pub fn is_transport(&self) -> bool {
+        self.status == 0 && self.code == "network"
+    }
+
     /// A 2xx answer that does not read as the contract's `what`.
     pub fn invalid_answer(what: &str, error: impl std::fmt::Display) -> ApiError {
         ApiError {

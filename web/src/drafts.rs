@@ -154,7 +154,7 @@ pub fn install(app: App) {
     });
     // A lost session is tried again whenever the page regains the focus.
     let focus = window_event_listener(leptos::ev::focus, move |_| {
-        if app.session_lost.get_untracked() {
+        if app.session_lost.get_untracked() || app.server_gone.get_untracked() {
             reconnect(app);
         }
     });
@@ -167,6 +167,7 @@ pub fn reconnect(app: App) {
         match crate::api::get_as::<Value>("/api/live").await {
             Ok(_) => {
                 app.session_lost.set(false);
+                app.server_gone.set(false);
                 crate::events::connect(app);
                 crate::state::refresh_stacks(app);
                 app.profile_events.update(|n| *n += 1);
@@ -176,8 +177,35 @@ pub fn reconnect(app: App) {
                     Tone::Ok,
                 );
             }
-            Err(e) if e.message == INVALID_TOKEN => {}
+            Err(e) if e.message == INVALID_TOKEN && app.session_lost.get_untracked() => {}
+            Err(e) if e.is_transport() && app.server_gone.get_untracked() => {}
             Err(e) => app.fail(&e),
+        }
+    });
+}
+
+/// The event stream failed: finds out why, so the page says so without waiting for a click.
+/// No server at all shows the server-gone banner, a server with another token the session
+/// banner; a working session with a stream the browser gave up on gets a new stream.
+pub fn probe(app: App) {
+    thread_local! {
+        static PROBING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if PROBING.with(|p| p.replace(true)) {
+        return;
+    }
+    spawn_local(async move {
+        let result = crate::api::get_as::<Value>("/api/live").await;
+        PROBING.with(|p| p.set(false));
+        match result {
+            Ok(_) if app.session_lost.get_untracked() || app.server_gone.get_untracked() => {
+                reconnect(app);
+            }
+            Ok(_) => crate::events::reopen_if_closed(app),
+            Err(e) if e.message == INVALID_TOKEN && app.session_lost.get_untracked() => {}
+            Err(e) if e.is_transport() && app.server_gone.get_untracked() => {}
+            Err(e) if e.is_transport() || e.message == INVALID_TOKEN => app.fail(&e),
+            Err(_) => {}
         }
     });
 }
@@ -187,6 +215,15 @@ pub fn reconnect(app: App) {
 pub fn SessionLostBanner() -> impl IntoView {
     let app = crate::state::app();
     move || {
+        if app.server_gone.get() && !app.session_lost.get() {
+            return Some(view! {
+                <div class="banner error server-gone" role="alert">
+                    <p>"The pi-forge server is not answering at this address: it stopped or is restarting. Start it again with "<code>"pi-forge ui"</code>" (or "<code>"/forge ui"</code>" in Pi); it comes back at this address when the port is free. Then open the URL it prints in this browser: this page reconnects by itself, and your unsaved changes are kept in this browser meanwhile."</p>
+                    <button class="reconnect" on:click=move |_| reconnect(app)>"Reconnect"</button>
+                </div>
+            }
+            .into_any());
+        }
         app.session_lost.get().then(|| {
             view! {
                 <div class="banner error session-lost" role="alert">
@@ -194,6 +231,7 @@ pub fn SessionLostBanner() -> impl IntoView {
                     <button class="reconnect" on:click=move |_| reconnect(app)>"Reconnect"</button>
                 </div>
             }
+            .into_any()
         })
     }
 }

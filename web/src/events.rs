@@ -37,6 +37,19 @@ thread_local! {
     static STREAM: std::cell::RefCell<Option<EventSource>> = const { std::cell::RefCell::new(None) };
 }
 
+/// A new stream when the browser gave up on the current one (it does after an answer that is
+/// not an event stream, e.g. a 403).
+pub fn reopen_if_closed(app: App) {
+    let closed = STREAM.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_none_or(|source| source.ready_state() == EventSource::CLOSED)
+    });
+    if closed {
+        connect(app);
+    }
+}
+
 pub fn connect(app: App) {
     if let Some(old) = STREAM.with(|s| s.borrow_mut().take()) {
         old.close();
@@ -150,6 +163,12 @@ pub fn connect(app: App) {
     let _ = source.add_event_listener_with_callback("ready", on_ready.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("resync", on_resync.as_ref().unchecked_ref());
     let _ = source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
+    // The browser retries a dropped stream by itself; the page finds out why it dropped.
+    let on_error = Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| {
+        crate::drafts::probe(app);
+    });
+    let _ = source.add_event_listener_with_callback("error", on_error.as_ref().unchecked_ref());
+    on_error.forget();
     // The stream and its handlers live as long as the page.
     on_ready.forget();
     on_resync.forget();

@@ -405,6 +405,9 @@ pub struct App {
     /// A request was refused with "Invalid pi-forge editor token." (the server restarted): the
     /// banner asks to open the new URL and the page reconnects (`crate::drafts`).
     pub session_lost: RwSignal<bool>,
+    /// A request or the event stream found no server at this address (stopped, restarting or
+    /// crashed): the banner says how to start it and the page reconnects (`crate::drafts`).
+    pub server_gone: RwSignal<bool>,
     /// False until the stack list has been painted once; the editor, the preview dock and the
     /// dialogs are built after that, so they never delay the first rows.
     pub shell_ready: RwSignal<bool>,
@@ -449,6 +452,7 @@ impl App {
             boot_generation: StoredValue::new(None),
             shell_ready: RwSignal::new(false),
             session_lost: RwSignal::new(false),
+            server_gone: RwSignal::new(false),
         }
     }
 
@@ -472,7 +476,13 @@ impl App {
     }
 
     pub fn fail(&self, e: &ApiError) {
+        if e.is_transport() {
+            self.server_gone.set(true);
+            self.say(SERVER_GONE_STATUS, Tone::Error);
+            return;
+        }
         if e.status == 403 && e.message == crate::drafts::INVALID_TOKEN {
+            self.server_gone.set(false);
             self.session_lost.set(true);
             self.say(
                 "Not saved: the session with the pi-forge server ended; see the banner.",
@@ -978,6 +988,10 @@ pub fn on_stack_change(app: App, key: &str, revision: Option<String>) {
 }
 
 pub use forge_core::api::NO_LIVE_SESSION;
+
+/// The status line when a request found no server (the banner says what to do).
+pub const SERVER_GONE_STATUS: &str =
+    "The pi-forge server did not answer (it stopped or is restarting); see the banner.";
 
 /// Takes a new view of the live Pi session (a `live` event or `GET /api/live`). When the
 /// session or what it runs changed, lists that show the live facts are refetched.

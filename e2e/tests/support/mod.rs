@@ -199,6 +199,20 @@ impl Server {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, text.as_ref()).unwrap();
         }
+        Server::spawn(binary, home, extra_args)
+    }
+
+    /// `pi-forge ui --restart` for the same project and home, as a user runs it: the old
+    /// server stops and this one takes its place (a new token).
+    pub fn restart(self) -> Server {
+        let Server { home, group, .. } = self;
+        let server = Server::spawn(pi_forge_binary(), home, &["--restart"]);
+        drop(group);
+        server
+    }
+
+    fn spawn(binary: &Path, home: tempfile::TempDir, extra_args: &[&str]) -> Server {
+        let project = home.path().join("project");
         let mut cmd = Command::new(binary);
         cmd.args(["ui", "--no-open", "--port", "0", "--project"])
             .arg(&project)
