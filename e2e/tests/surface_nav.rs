@@ -224,7 +224,7 @@ async fn every_surface_is_reachable_on_a_phone_and_the_desktop_tabs_stay() {
         json!(["Presets"])
     );
     // A click outside closes it.
-    browser.click(".topbar .status").await;
+    browser.click(".presets").await;
     browser.wait_count(".surface-menu-list", 0).await;
 
     // Keyboard: Enter opens with the current surface focused, ↓/↑/Home/End move, Escape closes

@@ -131,7 +131,8 @@ fn Editor() -> impl IntoView {
                         }.into_any()
                     } else {
                         view! {
-                            <button class="activate" disabled=move || { ed.errors.get() > 0 }
+                            <button class="activate" disabled=move || { ed.errors.get() > 0 || !app.live_host.get() }
+                                aria-describedby="activate-note"
                                 title=move || if app.live_host.get() { "Make this the live Pi session's Preset" } else { state::NO_LIVE_SESSION }
                                 on:click=move |_| state::activate(app, selector())>"Activate"</button>
                         }.into_any()
@@ -151,6 +152,11 @@ fn Editor() -> impl IntoView {
                     </div>
                 </div>
             </div>
+            // Why Activate is off, in words (a disabled button's tooltip is out of reach for
+            // keyboard and touch users); Apply on Profiles says the same.
+            {move || (!app.live_host.get() && !is_active()).then(|| view! {
+                <p class="help activate-note" id="activate-note">"Activate needs a live Pi session: start Pi in this project with the pi-forge extension (pi-forge pi install)."</p>
+            })}
             {move || app.live_error.get().map(|text| view! {
                 <div class="banner error live-error" role="alert">
                     <span>{text}</span>

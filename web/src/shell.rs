@@ -302,6 +302,13 @@ pub fn take_first_screen_click() -> Option<String> {
 
 /// Shows `surface`. The Preset draft lives in app state and survives a surface switch; an
 /// unsaved profile or capability form does not, so leaving its surface with one asks first.
+/// Shows `surface`; the status line starts empty there (an earlier surface's message is about
+/// that surface).
+fn switch_to(app: App, surface: Surface) {
+    app.say("", Tone::Info);
+    app.surface.set(surface);
+}
+
 pub fn go(app: App, surface: Surface) {
     if app.surface.get_untracked() == surface {
         return;
@@ -311,9 +318,9 @@ pub fn go(app: App, surface: Surface) {
             Surface::Capabilities => "Leaving Capabilities",
             _ => "Leaving Profiles",
         };
-        app.confirm_discard(from, move || app.surface.set(surface));
+        app.confirm_discard(from, move || switch_to(app, surface));
     } else {
-        app.surface.set(surface);
+        switch_to(app, surface);
     }
 }
 
@@ -639,6 +646,20 @@ fn StackSidebar() -> impl IntoView {
                         let is_selected2 = is_selected.clone();
                         let (title, detail) = (r.title.clone(), r.detail.clone());
                         let sel3 = r.selector.clone();
+                        // The open Preset's row counts what Diagnostics counts: the unsaved
+                        // draft's problems while there is one, the file's otherwise.
+                        let is_selected3 = is_selected.clone();
+                        let row = r.clone();
+                        let badges = move || {
+                            let ed = app.editor;
+                            let draft = (is_selected3() && ed.dirty.get()).then(|| {
+                                let warnings = ed.diagnostics.with(|d| {
+                                    d.iter().filter(|d| d.level == forge_core::diag::Level::Warning).count()
+                                });
+                                (ed.errors.get(), warnings)
+                            });
+                            row_badges(&row, draft)
+                        };
                         // Where the search text occurs in the Preset's content.
                         let found = move || hits.with(|(asked, h)| h.get(&sel3).filter(|_| app.search.with(|q| q.trim() == asked.as_str())).map(|hit| {
                             let first = hit.matches.first().map(|m| format!("{}: {}", m.place, m.excerpt)).unwrap_or_default();
@@ -655,7 +676,7 @@ fn StackSidebar() -> impl IntoView {
                                     <span class="row-id">{r.id.clone()}</span>
                                     <span class="row-detail">{detail}</span>
                                     {move || found().map(|text| view! { <span class="row-match">{text}</span> })}
-                                    {row_badges(&r)}
+                                    {badges}
                                 </button>
                             </li>
                         }
@@ -666,18 +687,60 @@ fn StackSidebar() -> impl IntoView {
     }
 }
 
-/// The badges of a stack row; no element at all for a row without any (most rows).
-fn row_badges(r: &state::StackRow) -> Option<AnyView> {
-    if r.badges.is_empty() {
+/// The badges of a stack row; no element at all for a row without any (most rows). `draft`:
+/// the error and warning counts of the open Preset's unsaved draft, which take the place of
+/// the file's.
+fn row_badges(r: &state::StackRow, draft: Option<(usize, usize)>) -> Option<AnyView> {
+    let badges = match draft {
+        None => r.badges.clone(),
+        Some(counts) => draft_badges(&r.badges, counts),
+    };
+    if badges.is_empty() {
         return None;
     }
     Some(view! {
         <span class="row-badges">
-            {r.badges.iter().map(|b| view! {
+            {badges.into_iter().map(|b| view! {
                 <span class=format!("badge {}", b.kind) title=b.title.clone() aria-label=b.label.clone()>{b.text.clone()}</span>
             }).collect_view()}
         </span>
     }.into_any())
+}
+
+/// `badges` with the file's error and warning counts replaced by the draft's (`counts`), in
+/// the same place and form, their names saying they are the draft's.
+fn draft_badges(
+    badges: &[forge_core::api::RowBadge],
+    (errors, warnings): (usize, usize),
+) -> Vec<forge_core::api::RowBadge> {
+    let count = |n: usize, kind: &'static str, mark: &str| {
+        (n > 0).then(|| {
+            let label = format!(
+                "{n} {kind}{} in the unsaved draft",
+                if n == 1 { "" } else { "s" }
+            );
+            forge_core::api::RowBadge {
+                kind,
+                text: format!("{n} {mark}"),
+                title: Some(label.clone()),
+                label: Some(label),
+            }
+        })
+    };
+    let mut out: Vec<_> = badges
+        .iter()
+        .filter(|b| b.kind == "active")
+        .cloned()
+        .collect();
+    out.extend(count(errors, "error", "✕"));
+    out.extend(count(warnings, "warning", "!"));
+    out.extend(
+        badges
+            .iter()
+            .filter(|b| !matches!(b.kind, "active" | "error" | "warning"))
+            .cloned(),
+    );
+    out
 }
 
 /// Focuses the element matching `selector` on the next frame (after the DOM update), or on a

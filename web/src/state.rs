@@ -699,6 +699,10 @@ fn fill(app: App, view: &StackView, keep_item: bool) {
     if !same {
         ed.json_scratch.set(None);
         ed.json_origin.set(None);
+        // An activation's failure is about the Preset it was for.
+        if app.live_error.with_untracked(Option::is_some) {
+            app.live_error.set(None);
+        }
     }
     let stack = loaded.saved.clone();
     let count = stack
