@@ -18,9 +18,6 @@ use fantoccini::{Client, ClientBuilder};
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// The server's answer to Activate, Deactivate and Apply without a live Pi session (503).
-pub const NO_LIVE_SESSION_ERROR: &str = "No live Pi session is connected to this editor. Start Pi in this project with the pi-forge extension loaded (see `pi-forge pi install`), then try again.";
-
 /// The note under a create dialog's disabled "activate" box without a live Pi session.
 pub const NO_LIVE_CREATE_NOTE: &str = "No live Pi session: the Preset is saved, not activated. Start Pi with the pi-forge extension (pi-forge pi install) to activate it.";
 
