@@ -490,6 +490,33 @@ async fn preview_dock_shows_only_the_newest_draft_and_diffs_it() {
         texts(&browser, ".dock table.diff.split thead th").await,
         ["Saved", "Draft"]
     );
+    // Each side's line numbers take a narrow gutter, not half of the side (issue 41, point 7).
+    let widths = browser
+        .js(
+            "const cells = document.querySelector('.dock table.diff.split tbody tr.split-row').children; return [...cells].map(c => Math.round(c.getBoundingClientRect().width));",
+            vec![],
+        )
+        .await;
+    let widths: Vec<u64> = serde_json::from_value(widths).unwrap();
+    assert_eq!(widths.len(), 4, "{widths:?}");
+    assert!(
+        widths[0] * 4 < widths[1] && widths[2] * 4 < widths[3],
+        "gutter and code widths: {widths:?}"
+    );
+
+    // At 1280 px with the dock open the editor keeps room: the workspace is at least 600 px,
+    // the block editor stays beside the item list, and the action bar is one line.
+    let layout = browser
+        .js(
+            "const r = s => document.querySelector(s).getBoundingClientRect(); \
+             const tops = [...document.querySelectorAll('.editor-head .actions > button, .editor-head .actions > .more')].map(b => Math.round(b.getBoundingClientRect().top)); \
+             return [Math.round(r('main.workspace').width), r('.items-tab .item-list-wrap').right <= r('.items-tab .item-editor').left, new Set(tops).size];",
+            vec![],
+        )
+        .await;
+    let layout: (u64, bool, usize) = serde_json::from_value(layout).unwrap();
+    assert!(layout.0 >= 600, "workspace width {layout:?}");
+    assert_eq!((layout.1, layout.2), (true, 1), "{layout:?}");
 
     // Focus hides the workspace; "Show editor" brings it back.
     assert_eq!(display(&browser, "main.workspace").await, "block");

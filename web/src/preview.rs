@@ -415,6 +415,14 @@ pub fn diff_view(lines: &[DiffLine], split: bool, changes_only: bool) -> impl In
         .collect_view();
     view! {
         <table class="diff" class:split=split>
+            // The columns' widths: a fixed table takes them from its first row otherwise, and
+            // the split view's heading row (two cells spanning two columns each) gave the
+            // line-number gutters half of each side.
+            {if split {
+                view! { <colgroup><col class="ln"/><col class="code"/><col class="ln"/><col class="code"/></colgroup> }.into_any()
+            } else {
+                view! { <colgroup><col class="ln"/><col class="ln"/><col class="sign"/><col class="code"/></colgroup> }.into_any()
+            }}
             {split.then(|| view! { <thead><tr><th colspan="2">"Saved"</th><th colspan="2">"Draft"</th></tr></thead> })}
             <tbody>{body}</tbody>
         </table>
