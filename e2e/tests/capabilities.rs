@@ -82,8 +82,11 @@ async fn create_a_capability_with_content_and_a_tool_patch() {
         browser.text(".capability-editor .never-activates").await.as_deref(),
         Some("Saving never activates a capability: a Pi session turns it on (/capability enable, or a Preset binding).")
     );
-    // Nothing typed yet: the id is missing and B1 needs content or a tool change.
+    // Nothing typed yet: Save is off, but the form does not open with errors (before: two).
     assert!(!browser.enabled(".save-capability").await);
+    assert_eq!(browser.count(".capability-editor .validation").await, 0);
+    assert_eq!(browser.count(".capability-editor .field-error").await, 0);
+    // Typed in: the id is there, and B1 needs content or a tool change.
     browser.fill("input[name=capability-id]", "careful").await;
     assert_eq!(
         texts(&browser, ".capability-editor .validation .message").await,

@@ -217,3 +217,37 @@ async fn ui_restart_keeps_the_address_the_old_tab_says_so_and_the_draft_comes_ba
     assert_eq!(browser.page_errors().await, Vec::<String>::new());
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_keeps_the_open_draft_in_the_browser_instead_of_asking_to_discard_it() {
+    let server = Server::start_with(&[(STACK, &review())], &[]);
+    let browser = Browser::start().await;
+    browser.open(&server).await;
+    browser.wait_status("Loaded review").await;
+    name_first_item(&browser, "Intro").await;
+
+    // New opens its dialog at once (before: "Discard unsaved changes?") and says where the
+    // draft stays.
+    browser.click("button.new-stack").await;
+    browser.wait_eq(".modal #dialog-title", "New Preset").await;
+    assert_eq!(
+        browser.text(".modal .kept-note").await.as_deref(),
+        Some("Your unsaved changes to review stay in this browser: opening review again offers them.")
+    );
+    browser.fill(".modal input[name=new-id]", "second").await;
+    browser.wait_eq(".modal .field-note", "Available.").await;
+    browser.click(".modal button.create").await;
+    browser.wait_count(".modal", 0).await;
+    browser.wait_eq(".editor .selector", "project:second").await;
+
+    // Back on review: the draft is offered again.
+    browser
+        .click(".stack-row[data-selector='project:review']")
+        .await;
+    browser.wait_css(".restored-draft").await;
+    browser.click(".item-row[data-index='0']").await;
+    assert_eq!(browser.value("input[name=item-name]").await, "Intro");
+    assert_eq!(on_disk(&server)["items"][0].get("name"), None);
+    assert_eq!(browser.page_errors().await, Vec::<String>::new());
+    browser.close().await;
+}

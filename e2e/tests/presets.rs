@@ -2049,12 +2049,42 @@ async fn a_reload_answer_never_replaces_keystrokes_typed_while_it_was_in_flight(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_slot_is_one_the_preset_does_not_have_yet() {
+    let s = sample_stack("slots2", "Slots", "Text.");
+    let (_server, browser) = start(std::slice::from_ref(&s), "slots2").await;
+    // The Preset has a chat history: "+ Slot" adds the next built-in slot, tools, with no
+    // warning (before: a second chat-history slot, skipped with a warning at once).
+    browser.click("button.add-slot").await;
+    browser.wait_count(".item-row", 3).await;
+    assert_eq!(browser.value("select[name=item-slot]").await, "tools");
+    browser.click("button.add-slot").await;
+    browser.wait_count(".item-row", 4).await;
+    assert_eq!(
+        browser.value("select[name=item-slot]").await,
+        "tool-guidelines"
+    );
+    let warnings = texts(&browser, ".diagnostic.warning .message").await;
+    assert_eq!(warnings, Vec::<String>::new());
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renaming_a_parameter_keeps_its_unparsed_value_with_it() {
     let mut params = sample_stack("params", "Params", "Tone: {{ parameters.tone }}");
     params["parameters"] = json!({ "tone": "calm", "other": 1 });
     let (server, browser) = start(std::slice::from_ref(&params), "params").await;
     browser.tab("Stack").await;
     let first = ".param-row:nth-child(1)";
+    // A word typed without quotes: the error says how to write it, not the parser's words.
+    browser
+        .fill(&format!("{first} textarea[name=param-value]"), "warm")
+        .await;
+    browser
+        .wait_eq(
+            &format!("{first} .param-value .field-error"),
+            "Text goes in double quotes: \"warm\". A value is JSON: a number, true, false, null, [a list] or {an object} go as they are.",
+        )
+        .await;
     browser
         .fill(&format!("{first} textarea[name=param-value]"), "\"warm")
         .await;

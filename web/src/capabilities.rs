@@ -635,8 +635,10 @@ fn CapabilityEditor() -> impl IntoView {
             </div>
             <p class="help">"A removal wins over every add, and a Preset's allow/deny list still limits what a capability adds."</p>
             {move || {
+                // A new form nobody has typed in yet has nothing wrong with it to say.
+                let pristine = form.is_new() && !form.dirty();
                 let d = diagnostics.get();
-                (!d.is_empty()).then(|| view! {
+                (!d.is_empty() && !pristine).then(|| view! {
                     <section class="validation" class:warn=move || errors.get() == 0 role="status">
                         <ul class="diagnostic-list">
                             {d.into_iter().map(|d| view! {

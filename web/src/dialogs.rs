@@ -277,10 +277,21 @@ fn NewStackDialog() -> impl IntoView {
     // What the server refused, shown in the dialog, which stays open (not only the status line).
     let failed = RwSignal::new(None::<String>);
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
+    // The open Preset's unsaved draft stays in this browser's draft store when the new one
+    // opens: opening it again offers the draft back.
+    let ed = app.editor;
+    let unsaved = ed
+        .dirty
+        .get_untracked()
+        .then(|| ed.loaded.get_untracked())
+        .flatten()
+        .filter(|_| !ed.file_gone.get_untracked());
+    let unsaved_id = unsaved.as_ref().map(|l| l.id.clone());
     let create = move |_| {
         if problem().is_some() || busy.get_untracked() {
             return;
         }
+        let keep_first = unsaved.clone();
         let id_v = id.get_untracked().trim().to_string();
         let scope_v = scope.get_untracked();
         let asked = wants_activation(app, activate);
@@ -295,6 +306,11 @@ fn NewStackDialog() -> impl IntoView {
             match api::post_as::<StackView>("/api/stacks", &body).await {
                 Ok(view) => {
                     app.dialog.set(None);
+                    if let Some(l) = &keep_first {
+                        ed.draft.with_untracked(|d| {
+                            crate::drafts::keep(&l.path, &l.revision, &l.saved, d)
+                        });
+                    }
                     app.scope
                         .set(Scope::parse(&scope_v).unwrap_or(Scope::Project));
                     state::apply_view(app, &view, false);
@@ -313,6 +329,9 @@ fn NewStackDialog() -> impl IntoView {
         <h2 id="dialog-title">"New Preset"</h2>
         <form class="dialog-form" on:submit=move |e| { e.prevent_default(); create(()); }>
             {failed_banner(failed)}
+            {unsaved_id.map(|open| view! {
+                <p class="banner info kept-note">{format!("Your unsaved changes to {open} stay in this browser: opening {open} again offers them.")}</p>
+            })}
             <label class="field">
                 <span class="label">"Preset ID"</span>
                 <input type="text" name="new-id" autofocus placeholder="e.g. reviewer" autocomplete="off"

@@ -82,7 +82,22 @@ fn add_item(ed: StackEditor, kind: &str) {
         .find(|c| !ids.contains(c))
         .unwrap_or_default();
     let item = if kind == "slot" {
-        json!({ "kind": "slot", "id": id, "slot": "chat-history" })
+        // The first built-in slot the Preset does not have yet: a second chat history is
+        // skipped with a warning, and most slots are wanted once.
+        let used: Vec<String> = ed
+            .draft
+            .with_untracked(|d| items(d).iter().map(|i| jp::get_str(i, "/slot")).collect());
+        let slot = forge_core::stack::BUILTIN_SLOTS
+            .iter()
+            .find(|s| !used.iter().any(|u| u == *s))
+            .copied()
+            .unwrap_or("tools");
+        if slot == "chat-history" {
+            json!({ "kind": "slot", "id": id, "slot": slot })
+        } else {
+            // Every other slot renders into a message of a role: without one it is left out.
+            json!({ "kind": "slot", "id": id, "role": "system", "slot": slot })
+        }
     } else {
         json!({ "kind": "block", "id": id, "role": "system", "content": "" })
     };

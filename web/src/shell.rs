@@ -621,7 +621,15 @@ fn StackSidebar() -> impl IntoView {
                     {scope_button(Scope::Project, "Project")}
                     {scope_button(Scope::Global, "Global")}
                 </div>
-                <button class="new-stack" on:click=move |_| app.guard("Creating a Preset", move || app.dialog.set(Some(Dialog::NewStack)))>"New"</button>
+                // An unsaved draft is kept in this browser when the new Preset opens (the dialog
+                // says so); only JSON text not applied yet would be lost, so only that asks.
+                <button class="new-stack" on:click=move |_| {
+                    if untrack(|| app.editor.json_pending()) {
+                        app.confirm_discard("Creating a Preset", move || app.dialog.set(Some(Dialog::NewStack)));
+                    } else {
+                        app.dialog.set(Some(Dialog::NewStack));
+                    }
+                }>"New"</button>
             </div>
             <input class="search" type="search" placeholder="Search Presets" aria-label="Search Presets by name, text, slots and regex rules"
                 prop:value=move || app.search.get()

@@ -286,6 +286,10 @@ pub fn TemplateEditor(i: usize) -> impl IntoView {
         let Some(item) = p.completion.items.get(index) else {
             return;
         };
+        if item.kind == assist::ItemKind::Hint {
+            close_popup(popup);
+            return;
+        }
         let Some(el) = area.get_untracked() else {
             return;
         };
@@ -720,7 +724,11 @@ fn show_completion(
     };
     // A word typed out in full needs no list.
     let typed = painted.with_value(|p| p.text[completion.from..completion.to].to_string());
-    if completion.items.iter().all(|item| item.insert == typed) {
+    if completion
+        .items
+        .iter()
+        .all(|item| item.kind != assist::ItemKind::Hint && item.insert == typed)
+    {
         close_popup(popup);
         return;
     }

@@ -178,8 +178,24 @@ pub fn parse_json(text: &str, require_object: bool) -> Result<Option<Value>, Str
     match serde_json::from_str::<Value>(text) {
         Ok(v) if require_object && !v.is_object() => Err("Must be a JSON object.".into()),
         Ok(v) => Ok(Some(v)),
+        Err(_) if !require_object && is_bare_text(text) => Err(bare_text_problem(text.trim())),
         Err(e) => Err(format!("Invalid JSON: {e}")),
     }
+}
+
+/// Text typed without quotes (`calm`, `two words`): it starts like a word, not like any JSON
+/// value (`true`, `false` and `null` parse before this is asked).
+fn is_bare_text(text: &str) -> bool {
+    text.trim_start()
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+}
+
+/// What to type instead of bare text: the value is JSON, so text goes in double quotes.
+fn bare_text_problem(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""));
+    format!("Text goes in double quotes: {quoted}. A value is JSON: a number, true, false, null, [a list] or {{an object}} go as they are.")
 }
 
 /// ↑/↓, Home and End move the focus between a popup menu's entries (`items`: a selector of

@@ -436,6 +436,9 @@ pub enum ItemKind {
     Filter,
     /// `if`, `else`, `endif`.
     Tag,
+    /// Not a completion: why there is none (`parameters.` in a Preset without parameters).
+    /// Accepting it inserts nothing.
+    Hint,
 }
 
 /// One entry of the completion list: `label` is shown, `insert` replaces the range, `detail`
@@ -628,6 +631,14 @@ fn path_items(head: &str, prefix: &str, scope: &Scope) -> Option<Vec<CompletionI
         if is_path_segment(key) {
             add(key, preview(value));
         }
+    }
+    if parents.len() == 1 && parents[0] == "parameters" && cursor.as_object()?.is_empty() {
+        items.push(CompletionItem {
+            label: "No parameters yet".into(),
+            insert: prefix.to_string(),
+            detail: "add them in the Stack tab (Parameters)".into(),
+            kind: ItemKind::Hint,
+        });
     }
     Some(items)
 }
@@ -1071,6 +1082,26 @@ mod tests {
         c.as_ref()
             .map(|c| c.items.iter().map(|i| i.label.clone()).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn parameters_without_any_say_so_and_insert_nothing() {
+        let s = Scope::new(json!({"cwd": "/work"}), json!({}));
+        let text = "{{ parameters. }}";
+        let caret = text.find(". ").unwrap() + 1;
+        let got = complete(text, &lex(text), caret, &s).expect("a hint, not nothing");
+        assert_eq!(
+            got.items,
+            vec![CompletionItem {
+                label: "No parameters yet".into(),
+                insert: String::new(),
+                detail: "add them in the Stack tab (Parameters)".into(),
+                kind: ItemKind::Hint,
+            }]
+        );
+        // With parameters there is no hint.
+        let labels_with = labels(&complete(text, &lex(text), caret, &scope()));
+        assert_eq!(labels_with, vec!["strict", "tone"]);
     }
 
     #[test]
