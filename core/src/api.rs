@@ -232,6 +232,29 @@ pub struct RowBadge {
     pub label: Option<String>,
 }
 
+impl RowBadge {
+    /// The error and warning badges of `errors` and `warnings` (none for a zero count), their
+    /// names followed by `of` (" in the unsaved draft" for the open Preset's draft).
+    pub fn counts(errors: usize, warnings: usize, of: &str) -> Vec<RowBadge> {
+        [
+            (errors, "error", "error", "✕"),
+            (warnings, "warning", "warning", "!"),
+        ]
+        .into_iter()
+        .filter(|(n, ..)| *n > 0)
+        .map(|(n, kind, thing, mark)| {
+            let label = format!("{}{of}", count_of(n, thing));
+            RowBadge {
+                kind,
+                text: format!("{n} {mark}"),
+                title: Some(label.clone()),
+                label: Some(label),
+            }
+        })
+        .collect()
+    }
+}
+
 /// `n thing` or `n things`.
 fn count_of(n: usize, thing: &str) -> String {
     format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
@@ -264,20 +287,11 @@ impl StackRow {
                 label: None,
             });
         }
-        for (n, kind, thing, mark) in [
-            (self.common.errors, "error", "error", "✕"),
-            (self.common.warnings, "warning", "warning", "!"),
-        ] {
-            if n > 0 {
-                let label = count_of(n, thing);
-                out.push(RowBadge {
-                    kind,
-                    text: format!("{n} {mark}"),
-                    title: Some(label.clone()),
-                    label: Some(label),
-                });
-            }
-        }
+        out.extend(RowBadge::counts(
+            self.common.errors,
+            self.common.warnings,
+            "",
+        ));
         let muted = [
             (
                 self.shadowed,

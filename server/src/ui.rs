@@ -381,13 +381,26 @@ fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn bind(preferred: Option<u16>) -> Result<tokio::net::TcpListener> {
-    if let Some(port) = preferred {
+/// Why a port is tried first: asked for (`--port`, `webEditor.port`), or the project's previous
+/// one. Each has its own warning when the port is taken.
+#[derive(Clone, Copy)]
+enum Preferred {
+    Asked,
+    Previous,
+}
+
+async fn bind(preferred: Option<(u16, Preferred)>) -> Result<tokio::net::TcpListener> {
+    if let Some((port, why)) = preferred {
         match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
             Ok(listener) => return Ok(listener),
-            Err(error) => eprintln!(
-                "pi-forge: warning: cannot listen on 127.0.0.1:{port} ({error}); using a free port instead"
-            ),
+            Err(error) => match why {
+                Preferred::Asked => eprintln!(
+                    "pi-forge: warning: cannot listen on 127.0.0.1:{port} ({error}); using a free port instead"
+                ),
+                Preferred::Previous => eprintln!(
+                    "pi-forge: the editor's previous address, port {port}, is not free ({error}); using another port, so tabs still open at the old one must be opened again at the new address (their unsaved drafts stay in the browser, under the old one)"
+                ),
+            },
         }
     }
     tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -512,17 +525,8 @@ async fn serve_async(
         _ => None,
     };
     let listener = match (configured, remembered) {
-        (Some(port), _) => bind(Some(port)).await?,
-        (None, Some(port)) => {
-            match tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
-                Ok(listener) => listener,
-                Err(error) => {
-                    eprintln!("pi-forge: the editor's previous address, port {port}, is not free ({error}); using another port, so tabs still open at the old one must be opened again at the new address (their unsaved drafts stay in the browser, under the old one)");
-                    bind(None).await?
-                }
-            }
-        }
-        (None, None) => bind(None).await?,
+        (Some(port), _) => bind(Some((port, Preferred::Asked))).await?,
+        (None, remembered) => bind(remembered.map(|port| (port, Preferred::Previous))).await?,
     };
     let port = listener.local_addr()?.port();
     if let Some(state_path) = &state_path {

@@ -95,11 +95,7 @@ fn ui_stop_stops_the_server_and_removes_its_state_file() {
     let dirs = Dirs::new();
     let mut server = Server::start(&dirs, &[], &[]);
     assert_eq!(dirs.state_files().len(), 1);
-    let project = dirs.project();
-    let out = dirs
-        .command(&["ui", "stop", "--project", project.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = ui_stop(&dirs);
     assert!(
         out.status.success(),
         "{}",
@@ -118,10 +114,7 @@ fn ui_stop_stops_the_server_and_removes_its_state_file() {
     assert!(!meta_ok(&server.url));
 
     // Stopping again is fine and says nothing is running.
-    let out = dirs
-        .command(&["ui", "stop", "--project", project.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = ui_stop(&dirs);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no editor is running"));
 }
@@ -154,14 +147,10 @@ fn restart_replaces_the_server_with_a_new_token() {
 #[test]
 fn a_stopped_editor_starts_again_at_its_address_unless_the_port_is_taken() {
     let dirs = Dirs::new();
-    let project = dirs.project();
     let first = Server::start(&dirs, &[], &[]);
     let port = first.port;
     let stop = |dirs: &Dirs| {
-        let out = dirs
-            .command(&["ui", "stop", "--project", project.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = ui_stop(dirs);
         assert!(
             out.status.success(),
             "{}",
@@ -487,4 +476,12 @@ fn a_server_of_another_version_is_replaced_by_the_next_ui() {
         serde_json::from_slice(&std::fs::read(&dirs.state_files()[0]).unwrap()).unwrap();
     assert_eq!(record["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(record["url"], new.url);
+}
+
+/// `pi-forge ui stop` for the test project.
+fn ui_stop(dirs: &Dirs) -> std::process::Output {
+    let project = dirs.project();
+    dirs.command(&["ui", "stop", "--project", project.to_str().unwrap()])
+        .output()
+        .unwrap()
 }

@@ -390,6 +390,7 @@ fn ForkDialog() -> impl IntoView {
     let problem = move || id_problem(app, id.get().trim(), &scope.get());
     let dirty = ed.dirty.get_untracked() && !gone;
     let gone_path = gone.then(|| loaded.path.clone());
+    let source_scope = loaded.scope.clone();
     let source = loaded.selector.clone();
     let fork = move |_| {
         if problem().is_some() {
@@ -401,16 +402,20 @@ fn ForkDialog() -> impl IntoView {
         let new_name = name.get_untracked().trim().to_string();
         let (path, body) = match &draft {
             // A create of the draft under the new ID and name.
+            // A create of the draft, copied as the server's fork copies a file.
             Some(draft) => {
-                let mut stack = draft.clone();
-                stack["id"] = json!(new_id);
-                if !new_name.is_empty() {
-                    stack["name"] = json!(new_name);
-                }
-                // As the server's fork does: a copy never starts new Pi sessions on its own.
-                if stack.get("autoActivate") == Some(&json!(true)) {
-                    stack["autoActivate"] = json!(false);
-                }
+                use forge_core::workspace::service::{fork_copy, Kind};
+                let scope_of = |s: &str| Scope::parse(s).unwrap_or(Scope::Project);
+                let raw = draft.as_object().cloned().unwrap_or_default();
+                let name = (!new_name.is_empty()).then_some(new_name.as_str());
+                let stack = fork_copy(
+                    Kind::Stack,
+                    &raw,
+                    &new_id,
+                    name,
+                    scope_of(&source_scope),
+                    scope_of(&scope_v),
+                );
                 let body = json!({ "stack": stack, "scope": scope_v, "activate": asked });
                 ("/api/stacks".to_string(), body)
             }

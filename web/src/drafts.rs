@@ -177,11 +177,16 @@ pub fn reconnect(app: App) {
                     Tone::Ok,
                 );
             }
-            Err(e) if e.message == INVALID_TOKEN && app.session_lost.get_untracked() => {}
-            Err(e) if e.is_transport() && app.server_gone.get_untracked() => {}
+            Err(e) if already_shown(app, &e) => {}
             Err(e) => app.fail(&e),
         }
     });
+}
+
+/// The banner already says what `e` means (the session ended, or no server answers).
+fn already_shown(app: App, e: &crate::api::ApiError) -> bool {
+    (e.message == INVALID_TOKEN && app.session_lost.get_untracked())
+        || (e.is_transport() && app.server_gone.get_untracked())
 }
 
 /// The event stream failed: finds out why, so the page says so without waiting for a click.
@@ -202,8 +207,8 @@ pub fn probe(app: App) {
                 reconnect(app);
             }
             Ok(_) => crate::events::reopen_if_closed(app),
-            Err(e) if e.message == INVALID_TOKEN && app.session_lost.get_untracked() => {}
-            Err(e) if e.is_transport() && app.server_gone.get_untracked() => {}
+            Err(e) if already_shown(app, &e) => {}
+            // Only these explain a failed stream; anything else is the next request's to say.
             Err(e) if e.is_transport() || e.message == INVALID_TOKEN => app.fail(&e),
             Err(_) => {}
         }

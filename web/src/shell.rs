@@ -721,34 +721,14 @@ fn draft_badges(
     badges: &[forge_core::api::RowBadge],
     (errors, warnings): (usize, usize),
 ) -> Vec<forge_core::api::RowBadge> {
-    let count = |n: usize, kind: &'static str, mark: &str| {
-        (n > 0).then(|| {
-            let label = format!(
-                "{n} {kind}{} in the unsaved draft",
-                if n == 1 { "" } else { "s" }
-            );
-            forge_core::api::RowBadge {
-                kind,
-                text: format!("{n} {mark}"),
-                title: Some(label.clone()),
-                label: Some(label),
-            }
-        })
-    };
-    let mut out: Vec<_> = badges
+    let is_count = |b: &&forge_core::api::RowBadge| matches!(b.kind, "error" | "warning");
+    let (active, rest): (Vec<_>, Vec<_>) = badges
         .iter()
-        .filter(|b| b.kind == "active")
+        .filter(|b| !is_count(b))
         .cloned()
-        .collect();
-    out.extend(count(errors, "error", "✕"));
-    out.extend(count(warnings, "warning", "!"));
-    out.extend(
-        badges
-            .iter()
-            .filter(|b| !matches!(b.kind, "active" | "error" | "warning"))
-            .cloned(),
-    );
-    out
+        .partition(|b| b.kind == "active");
+    let counts = forge_core::api::RowBadge::counts(errors, warnings, " in the unsaved draft");
+    active.into_iter().chain(counts).chain(rest).collect()
 }
 
 /// Focuses the element matching `selector` on the next frame (after the DOM update), or on a

@@ -922,6 +922,22 @@ pub fn fork_named(
             None,
         ));
     };
+    let copy = fork_copy(kind, raw, new_id, name, source.key.scope, scope);
+    create(store, snapshot, kind, scope, &Value::Object(copy), false)
+}
+
+/// What a fork of `raw` (a resource of `kind` in scope `from`) writes to scope `to`: the same
+/// object with the new id and name, `autoActivate: true` turned off (a copy never starts Pi
+/// sessions on its own), and references that were bare qualified with `from` when the scope
+/// changes, so they keep naming what they named. The editor forks an unsaved draft with it too.
+pub fn fork_copy(
+    kind: Kind,
+    raw: &serde_json::Map<String, Value>,
+    new_id: &str,
+    name: Option<&str>,
+    from: Scope,
+    to: Scope,
+) -> serde_json::Map<String, Value> {
     let mut copy = raw.clone();
     copy.insert("id".to_string(), Value::String(new_id.to_string()));
     if let Some(name) = name {
@@ -930,8 +946,7 @@ pub fn fork_named(
     if copy.get("autoActivate") == Some(&Value::Bool(true)) {
         copy.insert("autoActivate".to_string(), Value::Bool(false));
     }
-    let from = source.key.scope;
-    if from != scope {
+    if from != to {
         match kind {
             Kind::Profile => {
                 if let Some(reference) = copy.get_mut("promptStack") {
@@ -950,7 +965,7 @@ pub fn fork_named(
             Kind::Capability => {}
         }
     }
-    create(store, snapshot, kind, scope, &Value::Object(copy), false)
+    copy
 }
 
 /// Rewrites a bare selector string to `<scope>:<id>`; anything else is left alone.
