@@ -348,37 +348,49 @@ pub fn format_number(n: f64) -> Result<String, EmitError> {
     if !n.is_finite() {
         return Err(EmitError::NonFinite(format!("{n}")));
     }
-    if n == 0.0 {
-        return Ok("0".to_string());
+    Ok(number_text(n, &mut ryu_js::Buffer::new()).to_string())
+}
+
+/// A number as `JSON.stringify` writes it: every JSON number is an IEEE double in JavaScript
+/// (`-0` → `0`, a non-finite one → `null`; serde_json only produces finite ones).
+fn number_text(n: f64, buffer: &mut ryu_js::Buffer) -> &str {
+    if !n.is_finite() {
+        "null"
+    } else if n == 0.0 {
+        "0"
+    } else {
+        buffer.format_finite(n)
     }
-    let mut buffer = ryu_js::Buffer::new();
-    Ok(buffer.format_finite(n).to_string())
 }
 
-fn number_text(n: &serde_json::Number) -> String {
-    // Every JSON number is an IEEE double in JavaScript; serde_json only produces finite ones.
-    let f = n.as_f64().unwrap_or(0.0);
-    format_number(f).unwrap_or_else(|_| "null".to_string())
-}
-
-/// Appends `text` as a JSON string literal with `JSON.stringify` escaping.
+/// Appends `text` as a JSON string literal with `JSON.stringify` escaping. Runs of characters
+/// that need no escape are copied whole (a response is mostly such text).
 pub fn write_string(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
     out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let mut start = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // Every byte escaped is ASCII, so `start..at` lies on character boundaries.
+        out.push_str(&text[start..at]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{byte:04x}");
+        } else {
+            out.push_str(escape);
         }
+        start = at + 1;
     }
+    out.push_str(&text[start..]);
     out.push('"');
 }
 
@@ -398,7 +410,10 @@ fn emit(out: &mut String, value: &Value, layout: Layout, depth: usize) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&number_text(n)),
+        Value::Number(n) => out.push_str(number_text(
+            n.as_f64().unwrap_or(0.0),
+            &mut ryu_js::Buffer::new(),
+        )),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             if items.is_empty() {
@@ -450,6 +465,77 @@ fn newline(out: &mut String, layout: Layout, depth: usize) {
         for _ in 0..depth {
             out.push_str("  ");
         }
+    }
+}
+
+/// `JSON.stringify` of a serializable value, written as it is serialized (no [`Value`] tree in
+/// between): the same text as [`to_compact`] of its `serde_json::to_value`.
+pub fn to_compact_typed<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out, JsNumbers,
+    ))?;
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// serde_json's compact writer with JavaScript's number text ([`number_text`]). Its string
+/// escaping is already `JSON.stringify`'s: the short escapes, `\u00xx` (lowercase) for the other
+/// control characters, nothing else.
+struct JsNumbers;
+
+impl JsNumbers {
+    fn number<W: ?Sized + std::io::Write>(w: &mut W, n: f64) -> std::io::Result<()> {
+        w.write_all(number_text(n, &mut ryu_js::Buffer::new()).as_bytes())
+    }
+}
+
+impl serde_json::ser::Formatter for JsNumbers {
+    fn write_i8<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i8) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_i16<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i16) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_i32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i32) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_i64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i64) -> std::io::Result<()> {
+        Self::number(w, v as f64)
+    }
+    fn write_i128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: i128,
+    ) -> std::io::Result<()> {
+        Self::number(w, v as f64)
+    }
+    fn write_u8<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u8) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_u16<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u16) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_u32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u32) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_u64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u64) -> std::io::Result<()> {
+        Self::number(w, v as f64)
+    }
+    fn write_u128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: u128,
+    ) -> std::io::Result<()> {
+        Self::number(w, v as f64)
+    }
+    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f32) -> std::io::Result<()> {
+        Self::number(w, f64::from(v))
+    }
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
+        Self::number(w, v)
     }
 }
 
@@ -506,6 +592,55 @@ where
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The typed writer and the `Value` writer give the same text, for every kind of number
+    /// and string JavaScript writes differently from Rust's defaults.
+    #[test]
+    fn typed_compact_text_is_the_value_writers() {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Answer {
+            ok: bool,
+            whole: f64,
+            negative_zero: f64,
+            tiny: f64,
+            huge: f64,
+            sum: f64,
+            big_unsigned: u64,
+            small_signed: i32,
+            nan: f64,
+            nothing: Option<String>,
+            text: String,
+            nested: Value,
+        }
+        let text: String = (0u8..0x80).map(char::from).chain("é€😀\u{2028}".chars()).collect();
+        let answer = Answer {
+            ok: true,
+            whole: 1.0,
+            negative_zero: -0.0,
+            tiny: 1e-7,
+            huge: 1e21,
+            sum: 0.1 + 0.2,
+            big_unsigned: u64::MAX,
+            small_signed: -42,
+            nan: f64::NAN,
+            nothing: None,
+            text: text.clone(),
+            nested: json!({"z": [1.5, -3, {"\n": "a\"b"}], "a": {}, "e": []}),
+        };
+        let typed = to_compact_typed(&answer).unwrap();
+        let value = serde_json::to_value(&answer).unwrap();
+        assert_eq!(typed, to_compact(&value));
+        assert!(typed.starts_with(
+            r#"{"ok":true,"whole":1,"negativeZero":0,"tiny":1e-7,"huge":1e+21,"sum":0.30000000000000004,"bigUnsigned":18446744073709552000,"smallSigned":-42,"nan":null,"nothing":null,"text":"\u0000\u0001"#
+        ), "{typed}");
+        // The escapes JSON.stringify uses (and serde_json, for strings, too).
+        let mut written = String::new();
+        write_string(&mut written, &text);
+        assert_eq!(written, serde_json::to_string(&text).unwrap());
+        assert!(written.contains(r#"\b\t\n\u000b\f\r\u000e"#), "{written}");
+        assert!(written.ends_with("~\u{7f}é€😀\u{2028}\""), "{written}");
+    }
 
     #[test]
     fn numbers_follow_ecmascript() {

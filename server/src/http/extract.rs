@@ -109,13 +109,17 @@ impl JsonBody {
 
 /// A JSON response written the way JavaScript writes it (`JSON.stringify`).
 pub fn json_response(status: StatusCode, value: &Value) -> Response {
+    json_text_response(status, json::to_compact(value))
+}
+
+fn json_text_response(status: StatusCode, text: String) -> Response {
     (
         status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        json::to_compact(value),
+        text,
     )
         .into_response()
 }
@@ -124,10 +128,11 @@ pub fn ok_json(value: &Value) -> Response {
     json_response(StatusCode::OK, value)
 }
 
-/// A contract struct ([`forge_core::api`]) as a JSON response, written like [`json_response`].
+/// A contract struct ([`forge_core::api`]) as a JSON response, written like [`json_response`]
+/// but straight from the struct (no `Value` tree in between).
 pub fn typed_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
-    match serde_json::to_value(value) {
-        Ok(value) => json_response(status, &value),
+    match json::to_compact_typed(value) {
+        Ok(text) => json_text_response(status, text),
         Err(e) => {
             ApiError::internal(format!("Could not serialize the answer: {e}")).into_response()
         }

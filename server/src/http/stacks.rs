@@ -321,12 +321,12 @@ async fn validate_existing(
     Ok(diagnostics_response(diagnostics))
 }
 
-/// The stack a preview compiles: the draft in `body.stack`, or the saved stack; its key (or the
-/// new draft's id) and its load diagnostics.
+/// The stack a preview compiles: the draft in `body.stack` (taken out of the body), or the saved
+/// stack; its key (or the new draft's id) and its load diagnostics.
 fn previewed_stack(
     state: &AppState,
     sel: &str,
-    body: &serde_json::Map<String, Value>,
+    body: &mut serde_json::Map<String, Value>,
 ) -> ApiResult<(
     stack::PromptStack,
     String,
@@ -338,7 +338,7 @@ fn previewed_stack(
         Err(e) if e.code == "not_found" && body.get("stack").is_some() => None,
         Err(e) => return Err(e),
     };
-    match body.get("stack") {
+    match body.remove("stack") {
         None | Some(Value::Null) => {
             let entry =
                 saved.ok_or_else(|| ApiError::not_found(format!("Unknown prompt stack: {sel}")))?;
@@ -352,7 +352,7 @@ fn previewed_stack(
             let file_name = saved
                 .map(|e| e.file.name().to_string())
                 .unwrap_or_else(|| "draft.json".to_string());
-            let parsed = stack::parse_stack_value(draft.clone(), &ParseOptions::new(&file_name));
+            let parsed = stack::parse_stack_value(draft, &ParseOptions::new(&file_name));
             let label = match saved {
                 Some(entry) => entry.key.to_string(),
                 None => parsed.stack.id().to_string(),
@@ -361,7 +361,7 @@ fn previewed_stack(
         }
         Some(other) => Err(ApiError::bad_request(format!(
             "stack must be a JSON object, not {}.",
-            json::type_name(other)
+            json::type_name(&other)
         ))
         .with_field("stack")),
     }
@@ -377,24 +377,26 @@ async fn preview(
     Path(sel): Path<String>,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
-    let (stack, label, load_diagnostics) = previewed_stack(&state, &sel, &body)?;
+    let mut body = body.object()?;
+    // Drafts change with every keystroke: one compile per stack at a time, the newest wins.
+    let is_draft = matches!(body.get("stack"), Some(Value::Object(_)));
+    let (stack, label, load_diagnostics) = previewed_stack(&state, &sel, &mut body)?;
     let mut runtime = state.runtime();
-    match body.get("messages") {
+    match body.remove("messages") {
         None | Some(Value::Null) => {}
-        Some(Value::Array(messages)) => runtime.messages = messages.clone(),
+        Some(Value::Array(messages)) => runtime.messages = messages,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "messages must be an array of Pi messages, not {}.",
-                json::type_name(other)
+                json::type_name(&other)
             ))
             .with_field("messages"))
         }
     }
-    // Drafts change with every keystroke: one compile per stack at a time, the newest wins.
-    let _turn = match body.get("stack") {
-        Some(Value::Object(_)) => Some(state.previews.enter(&sel).await?),
-        _ => None,
+    let _turn = if is_draft {
+        Some(state.previews.enter(&sel).await?)
+    } else {
+        None
     };
     // A small draft compiles in well under the cost of handing it to the blocking pool and
     // back (two thread wake-ups); anything larger goes there, off the async workers.
@@ -449,8 +451,8 @@ async fn template_env(
     Path(sel): Path<String>,
     body: JsonBody,
 ) -> ApiResult<Response> {
-    let body = body.object()?;
-    let (stack, label, _) = previewed_stack(&state, &sel, &body)?;
+    let mut body = body.object()?;
+    let (stack, label, _) = previewed_stack(&state, &sel, &mut body)?;
     let runtime = state.runtime();
     // The compiler's frozen scope (tool and skill policy, slots, parameters); nothing is rendered.
     let env = tokio::task::spawn_blocking(move || {
