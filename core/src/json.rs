@@ -613,7 +613,10 @@ mod tests {
             text: String,
             nested: Value,
         }
-        let text: String = (0u8..0x80).map(char::from).chain("é€😀\u{2028}".chars()).collect();
+        let text: String = (0u8..0x80)
+            .map(char::from)
+            .chain("é€😀\u{2028}".chars())
+            .collect();
         let answer = Answer {
             ok: true,
             whole: 1.0,
