@@ -12,38 +12,67 @@ pub fn role(message: &Value) -> &str {
     message.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-/// `contentToText`: a string is itself; parts map to their text (`thinking` wrapped in
-/// `<thinking>` lines, `toolCall` as `[toolCall: name]`, `image` as `[image]`), and non-empty
-/// pieces are joined with newlines.
-pub fn content_to_text(content: &Value) -> String {
+/// What the parts of a content array other than text become in [`content_text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtherParts {
+    /// The original's `contentToText`: `thinking` wrapped in `<thinking>` lines, `toolCall` as
+    /// `[toolCall: name]`, `image` as `[image]`, any other part nothing. The preview, the
+    /// `maxChars` budget and `runtime.lastUserMessage` read messages so.
+    Labels,
+    /// Compact JSON, so nothing is hidden: the Delegation approval view shows exactly the
+    /// messages the approval binds.
+    Json,
+    /// Nothing: only what was said. A child run's answer and its transcript read so.
+    Dropped,
+}
+
+/// The one reading of a message's `content` as text. A string is itself. In an array, a text
+/// part is its text and any other part reads as `other` says; the non-empty pieces are joined
+/// with one newline, as Pi's print mode writes a message's text parts. `null` is empty; any
+/// other value is empty, or compact JSON with [`OtherParts::Json`].
+pub fn content_text(content: &Value, other: OtherParts) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => {
             let pieces: Vec<String> = parts
                 .iter()
-                .filter_map(|part| {
-                    let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
-                    match kind {
-                        "text" => part.get("text").and_then(Value::as_str).map(str::to_string),
-                        "thinking" => part
-                            .get("thinking")
-                            .and_then(Value::as_str)
-                            .map(|t| format!("<thinking>\n{t}\n</thinking>")),
-                        "toolCall" => Some(format!(
-                            "[toolCall: {}]",
-                            part.get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("unknown")
-                        )),
-                        "image" => Some("[image]".to_string()),
-                        _ => None,
-                    }
-                })
+                .filter_map(|part| part_text(part, other))
                 .filter(|p| !p.is_empty())
                 .collect();
             pieces.join("\n")
         }
-        _ => String::new(),
+        Value::Null => String::new(),
+        value => match other {
+            OtherParts::Json => crate::json::to_compact(value),
+            OtherParts::Labels | OtherParts::Dropped => String::new(),
+        },
+    }
+}
+
+fn part_text(part: &Value, other: OtherParts) -> Option<String> {
+    let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind == "text" {
+        if let Some(text) = part.get("text").and_then(Value::as_str) {
+            return Some(text.to_string());
+        }
+    }
+    match other {
+        OtherParts::Dropped => None,
+        OtherParts::Json => Some(crate::json::to_compact(part)),
+        OtherParts::Labels => match kind {
+            "thinking" => part
+                .get("thinking")
+                .and_then(Value::as_str)
+                .map(|t| format!("<thinking>\n{t}\n</thinking>")),
+            "toolCall" => Some(format!(
+                "[toolCall: {}]",
+                part.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+            )),
+            "image" => Some("[image]".to_string()),
+            _ => None,
+        },
     }
 }
 
@@ -63,7 +92,7 @@ pub fn preview_text(message: &Value) -> String {
             .to_string(),
         _ => message
             .get("content")
-            .map(content_to_text)
+            .map(|c| content_text(c, OtherParts::Labels))
             .unwrap_or_default(),
     }
 }
@@ -74,7 +103,11 @@ pub fn latest_user_message(messages: &[Value]) -> Option<String> {
         .iter()
         .rev()
         .filter(|m| role(m) == "user")
-        .map(|m| m.get("content").map(content_to_text).unwrap_or_default())
+        .map(|m| {
+            m.get("content")
+                .map(|c| content_text(c, OtherParts::Labels))
+                .unwrap_or_default()
+        })
         .find(|text| !crate::json_trim_is_empty(text))
 }
 
@@ -84,7 +117,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn content_to_text_maps_parts() {
+    fn content_text_reads_parts_one_way_with_three_choices_for_the_rest() {
         let content = json!([
             {"type": "thinking", "thinking": "hmm"},
             {"type": "text", "text": "answer"},
@@ -92,14 +125,39 @@ mod tests {
             {"type": "toolCall", "id": "c1", "name": "read"},
             {"type": "toolCall", "id": "c2"},
             {"type": "image", "data": "…"},
-            {"type": "other"}
+            {"type": "other"},
+            {"type": "text", "text": "more"}
         ]);
         assert_eq!(
-            content_to_text(&content),
-            "<thinking>\nhmm\n</thinking>\nanswer\n[toolCall: read]\n[toolCall: unknown]\n[image]"
+            content_text(&content, OtherParts::Labels),
+            "<thinking>\nhmm\n</thinking>\nanswer\n[toolCall: read]\n[toolCall: unknown]\n[image]\nmore"
         );
-        assert_eq!(content_to_text(&json!("plain")), "plain");
-        assert_eq!(content_to_text(&json!(5)), "");
+        assert_eq!(
+            content_text(&content, OtherParts::Json),
+            concat!(
+                r#"{"type":"thinking","thinking":"hmm"}"#,
+                "\nanswer\n",
+                r#"{"type":"toolCall","id":"c1","name":"read"}"#,
+                "\n",
+                r#"{"type":"toolCall","id":"c2"}"#,
+                "\n",
+                r#"{"type":"image","data":"…"}"#,
+                "\n",
+                r#"{"type":"other"}"#,
+                "\nmore"
+            )
+        );
+        assert_eq!(content_text(&content, OtherParts::Dropped), "answer\nmore");
+        for other in [OtherParts::Labels, OtherParts::Json, OtherParts::Dropped] {
+            assert_eq!(content_text(&json!("plain"), other), "plain");
+            assert_eq!(content_text(&Value::Null, other), "");
+        }
+        assert_eq!(content_text(&json!(5), OtherParts::Labels), "");
+        assert_eq!(content_text(&json!(5), OtherParts::Dropped), "");
+        assert_eq!(
+            content_text(&json!({"a": 1}), OtherParts::Json),
+            r#"{"a":1}"#
+        );
     }
 
     #[test]

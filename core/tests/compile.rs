@@ -10,7 +10,7 @@ use forge_core::compile::{
     MessageSource, SlotContext, SlotRegistry, SlotRenderer, SKILLS_PREAMBLE,
 };
 use forge_core::diag::Diagnostic;
-use forge_core::message::content_to_text;
+use forge_core::message::{content_text, OtherParts};
 use forge_core::runtime::{Clock, ContextFile, ModelInfo, RuntimeSnapshot, SkillInfo, ToolInfo};
 use forge_core::stack::{parse_stack_value, ParseOptions, PromptStack, Role};
 use forge_core::template::{Macro, MacroRegistry, Scope};
@@ -136,7 +136,7 @@ fn texts(compiled: &Compiled) -> Vec<String> {
         .messages
         .iter()
         .map(|m| match m.message.get("content") {
-            Some(content) => content_to_text(content),
+            Some(content) => content_text(content, OtherParts::Labels),
             None => String::new(),
         })
         .collect()
@@ -163,7 +163,7 @@ fn slot_output_in(
         .messages
         .iter()
         .find(|m| matches!(m.source, MessageSource::StackItem { .. }))
-        .map(|m| content_to_text(&m.message["content"]))
+        .map(|m| content_text(&m.message["content"], OtherParts::Labels))
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -729,7 +729,10 @@ fn v42_new_latest_message_reruns_macros() {
     compiler.set_latest_user_message("new");
     let (messages, _) = compiler.compile_messages(&[]);
     assert_eq!(system, "s=u=old");
-    assert_eq!(content_to_text(&messages[0].message["content"]), "m=u=new");
+    assert_eq!(
+        content_text(&messages[0].message["content"], OtherParts::Labels),
+        "m=u=new"
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
     // The same message again: the cached value is reused.
@@ -2391,7 +2394,7 @@ fn the_prompt_feeds_the_system_phase_and_backs_up_the_message_phase() {
     let (compiled, env) = with_prompt(&runtime_r(), "from the prompt");
     assert_eq!(compiled.system_prompt, "Asked: from the prompt");
     assert_eq!(
-        content_to_text(&compiled.messages[0].message["content"]),
+        content_text(&compiled.messages[0].message["content"], OtherParts::Labels),
         "Echo: from the prompt"
     );
     assert_eq!(env["runtime"]["lastUserMessage"], "from the prompt");
@@ -2402,7 +2405,7 @@ fn the_prompt_feeds_the_system_phase_and_backs_up_the_message_phase() {
     let (compiled, env) = with_prompt(&rt, "the new prompt");
     assert_eq!(compiled.system_prompt, "Asked: the new prompt");
     assert_eq!(
-        content_to_text(&compiled.messages[0].message["content"]),
+        content_text(&compiled.messages[0].message["content"], OtherParts::Labels),
         "Echo: earlier question"
     );
     assert_eq!(env["runtime"]["lastUserMessage"], "the new prompt");

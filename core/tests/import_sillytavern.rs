@@ -7,7 +7,7 @@ use forge_core::import::sillytavern::{
     convert, default_stack_id, file_stem, is_preset, lower_slug, slugify, ImportError,
     ImportOptions, Imported,
 };
-use forge_core::message::content_to_text;
+use forge_core::message::{content_text, OtherParts};
 use forge_core::runtime::{Clock, RuntimeSnapshot};
 use forge_core::stack::{parse_stack_value, ParseOptions, PromptStack, STACK_KEY_ORDER};
 use forge_core::template::MacroRegistry;
@@ -445,7 +445,7 @@ fn import_then_compile_gives_sillytavern_order() {
         .iter()
         .map(|m| {
             let role = m.message["role"].as_str().unwrap_or("").to_string();
-            let text = content_to_text(&m.message["content"]);
+            let text = content_text(&m.message["content"], OtherParts::Labels);
             (role, text)
         })
         .collect();

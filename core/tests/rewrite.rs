@@ -55,7 +55,7 @@ fn assistant(text: &str) -> Value {
 }
 
 fn text_of(message: &Value) -> String {
-    forge_core::message::content_to_text(&message["content"])
+    forge_core::message::content_text(&message["content"], forge_core::message::OtherParts::Labels)
 }
 
 // ---- Vector 33 (regex line) ----

@@ -289,15 +289,9 @@ pub fn child_input(plan: &SealedPlan, timestamp: f64) -> Value {
     })
 }
 
+/// A child message's text: what it said, its text parts joined as Pi's print mode writes them.
 fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
+    crate::message::content_text(content, crate::message::OtherParts::Dropped)
 }
 
 /// How a child run ended, read from its JSON-mode event stream.
