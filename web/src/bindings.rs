@@ -19,13 +19,13 @@ use forge_core::runtime::RuntimeSnapshot;
 use forge_core::stack::{parse_stack_value, ParseOptions};
 use forge_core::workspace::{Dir, FileRef, Loaded, WorkspaceSnapshot};
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 use serde_json::{json, Map, Value};
 use wasm_bindgen::JsCast;
 
 use crate::api;
 use crate::jp;
 use crate::state::{app, StackEditor};
+use crate::task::spawn_while;
 use crate::toolpicker::ToolList;
 
 /// The capability library as the browser knows it.
@@ -50,9 +50,9 @@ fn follow_library(into: LibrarySignal) {
     });
 }
 
-/// Fetches `GET /api/capabilities` into `into`.
+/// Fetches `GET /api/capabilities` into `into` (dropped when the tab that owns it goes).
 fn load_library(into: LibrarySignal) {
-    spawn_local(async move {
+    spawn_while(into, async move {
         let answer = api::get_as::<CapabilityList>("/api/capabilities").await;
         into.set(Some(answer.map(|v| library_from(&v)).map_err(|e| {
             format!("The capability library could not be read: {}", e.message)
@@ -728,7 +728,7 @@ pub fn ToolEffect(infos: Memo<Vec<RowInfo>>) -> impl IntoView {
     // The runtime snapshot lists the tools in registry order, as the live calculation sees them;
     // until it arrives (or when it cannot be read) the resource list stands in.
     let runtime: RwSignal<Option<RuntimeSnapshot>> = RwSignal::new(None);
-    spawn_local(async move {
+    spawn_while(runtime, async move {
         if let Ok(v) = api::get_as::<RuntimeSnapshot>("/api/runtime").await {
             runtime.set(Some(v));
         }

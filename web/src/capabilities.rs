@@ -17,6 +17,7 @@ use crate::api::{self, seg};
 use crate::jp;
 use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
 use crate::state::{self, app, level_class, App, Surface, Tone};
+use crate::task::spawn_while;
 use crate::toolpicker::ToolList;
 
 /// Said wherever a save might be mistaken for turning a capability on.
@@ -34,8 +35,15 @@ struct Caps {
     search: RwSignal<String>,
 }
 
+impl Caps {
+    /// Whether the surface is still mounted (its signals are disposed when the user leaves it).
+    fn alive(self) -> bool {
+        !self.collection.is_disposed()
+    }
+}
+
 fn refresh(app: App, c: Caps) {
-    spawn_local(async move {
+    spawn_while(c.collection, async move {
         match api::get_as::<CapabilityList>("/api/capabilities").await {
             Ok(v) => {
                 if !c.loaded.get_untracked() {
@@ -94,8 +102,8 @@ fn new_capability(app: App, c: Caps, content: &str) {
     c.form.open_new(blank(content));
 }
 
-fn start_edit(c: Caps, selector: String) {
-    spawn_local(async move {
+fn start_edit(app: App, c: Caps, selector: String) {
+    spawn_while(c.collection, async move {
         match api::get_as::<CapabilityView>(&format!("/api/capabilities/{}", seg(&selector))).await
         {
             Ok(v) => c.form.open_saved(
@@ -104,7 +112,7 @@ fn start_edit(c: Caps, selector: String) {
                 Some(v.common.revision),
                 v.common.unreadable,
             ),
-            Err(e) => app().fail(&e),
+            Err(e) => app.fail(&e),
         }
     });
 }
@@ -138,7 +146,7 @@ pub fn CapabilitiesSurface() -> impl IntoView {
         refresh(app, c);
     });
     c.form
-        .follow(app.capability_change, move |sel| start_edit(c, sel));
+        .follow(app.capability_change, move |sel| start_edit(app, c, sel));
     Effect::new(move |_| app.form_dirty.set(c.form.dirty()));
     app.form_save
         .set(Some(Callback::new(move |_| save(app, c, None))));
@@ -315,6 +323,7 @@ fn CapabilityDetail(entry: CapabilityView) -> impl IntoView {
     let delete = move |_| {
         confirm_delete(
             app,
+            c.collection,
             "capabilities",
             sel_del.clone(),
             revision.clone(),
@@ -348,9 +357,15 @@ fn CapabilityDetail(entry: CapabilityView) -> impl IntoView {
                 Ok(view) => {
                     let new_sel = view.common.selector;
                     app.say(format!("Copied {sel} to {new_sel}"), Tone::Ok);
-                    fork_open.set(false);
-                    c.selected.set(Some(new_sel));
-                    refresh(app, c);
+                    // The copy exists whether or not this view is still shown; its own state
+                    // only while it is (the detail is rebuilt on every list change).
+                    if !fork_open.is_disposed() {
+                        fork_open.set(false);
+                    }
+                    if c.alive() {
+                        c.selected.set(Some(new_sel));
+                        refresh(app, c);
+                    }
                 }
                 Err(e) => app.fail(&e),
             }
@@ -378,7 +393,7 @@ fn CapabilityDetail(entry: CapabilityView) -> impl IntoView {
                 </div>
                 <div class="actions">
                     <button class="primary edit-capability" disabled=move || read_only2().is_some()
-                        on:click=move |_| start_edit(c, sel_edit.clone())>"Edit"</button>
+                        on:click=move |_| start_edit(app, c, sel_edit.clone())>"Edit"</button>
                     <button class="fork-capability" on:click=move |_| fork_open.update(|o| *o = !*o)
                         aria-expanded=move || fork_open.get().to_string()>{format!("Copy to {other}")}</button>
                     <a class="button export" href=export_href download=export_name>"Export JSON"</a>
@@ -586,7 +601,7 @@ fn CapabilityEditor() -> impl IntoView {
                 </div>
             </div>
             <FormBanners form noun="capability"
-                reload=move |sel: String| start_edit(c, sel)
+                reload=move |sel: String| start_edit(app, c, sel)
                 overwrite=move |rev: String| save(app, c, Some(rev))/>
             {move || read_only().map(|r| view! { <p class="banner warn read-only" role="note">{r}</p> })}
             <p class="help never-activates">{NEVER_ACTIVATES}</p>

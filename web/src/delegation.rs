@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 use crate::api;
 use crate::shell::focus_later;
 use crate::state::{self, App, Surface, Tone};
+use crate::task::spawn_while;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum View {
@@ -74,6 +75,13 @@ struct Delegation {
     runs_seq: StoredValue<u64>,
 }
 
+impl Delegation {
+    /// Whether the surface is still mounted (its signals are disposed when the user leaves it).
+    fn alive(self) -> bool {
+        !self.plans.is_disposed()
+    }
+}
+
 /// `sha256:v1:0123456789abcdef…` → `sha256:v1:0123456789ab…` (the full value goes in a title).
 pub fn short_fingerprint(fp: &str) -> String {
     let (prefix, hex) = fp.rsplit_once(':').unwrap_or(("", fp));
@@ -103,30 +111,16 @@ fn plural(n: u64, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-/// A message's content as text: a string as it is, text parts joined by blank lines, any other
-/// part as compact JSON.
+/// A message's content as text, with nothing hidden: forge-core's one reading of content, with
+/// every part that is not text as compact JSON.
 fn message_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .map(
-                |p| match (p.get("type").and_then(Value::as_str), p.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => t.clone(),
-                    _ => forge_core::json::to_compact(p),
-                },
-            )
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        Value::Null => String::new(),
-        other => forge_core::json::to_compact(other),
-    }
+    forge_core::message::content_text(content, forge_core::message::OtherParts::Json)
 }
 
 fn fetch_plans(d: Delegation) {
     let my = d.plans_seq.get_value() + 1;
     d.plans_seq.set_value(my);
-    spawn_local(async move {
+    spawn_while(d.plans, async move {
         let answer = api::get_as::<PlanList>("/api/agent/plans").await;
         if d.plans_seq.get_value() != my {
             return;
@@ -159,7 +153,7 @@ fn fetch_plans(d: Delegation) {
 fn fetch_runs(d: Delegation) {
     let my = d.runs_seq.get_value() + 1;
     d.runs_seq.set_value(my);
-    spawn_local(async move {
+    spawn_while(d.runs, async move {
         let answer = api::get_as::<RunList>("/api/agent/runs").await;
         if d.runs_seq.get_value() != my {
             return;
@@ -188,7 +182,7 @@ fn fetch_detail(d: Delegation, run: String) {
     d.details.update(|a| {
         a.entry(run.clone()).or_insert(None);
     });
-    spawn_local(async move {
+    spawn_while(d.details, async move {
         let detail = api::get_as::<RunDetail>(&format!("/api/agent/runs/{}", api::seg(&run)))
             .await
             .map_err(|e| e.message);
@@ -214,7 +208,10 @@ fn cancel_run(app: App, d: Delegation, run: String) {
             ),
             Err(e) => app.fail(&e),
         }
-        fetch_runs(d);
+        // The user may have left the surface meanwhile.
+        if d.alive() {
+            fetch_runs(d);
+        }
     });
 }
 
@@ -238,7 +235,12 @@ fn decide(app: App, d: Delegation, plan: PlanSummary, approve: bool) {
         } else {
             api::post_as::<PlanDecided>(&format!("/api/agent/plans/{seg}/reject"), &json!({})).await
         };
-        d.busy.set(None);
+        // Decided (or not) whether or not the surface is still open: the status line says so
+        // either way; the surface's own state only while it is mounted.
+        let alive = d.alive();
+        if alive {
+            d.busy.set(None);
+        }
         match answer {
             Ok(_) => {
                 let task = &plan.task;
@@ -250,6 +252,9 @@ fn decide(app: App, d: Delegation, plan: PlanSummary, approve: bool) {
                     },
                     Tone::Ok,
                 );
+                if !alive {
+                    return;
+                }
                 d.card_errors.update(|e| {
                     e.remove(&run);
                 });
@@ -275,9 +280,11 @@ fn decide(app: App, d: Delegation, plan: PlanSummary, approve: bool) {
             }
             Err(e) => {
                 app.fail(&e);
-                d.card_errors.update(|errors| {
-                    errors.insert(run.clone(), e.message.clone());
-                });
+                if alive {
+                    d.card_errors.update(|errors| {
+                        errors.insert(run.clone(), e.message.clone());
+                    });
+                }
             }
         }
     });
@@ -297,7 +304,7 @@ fn open_full(d: Delegation, run: String) {
         shown: Err("Loading…".into()),
         back: back.clone(),
     }));
-    spawn_local(async move {
+    spawn_while(d.full, async move {
         let shown = api::get_as::<PlanDetail>(&format!("/api/agent/plans/{}", api::seg(&run)))
             .await
             .map(|detail| PromptShown {

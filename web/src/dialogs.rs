@@ -14,6 +14,7 @@ use forge_core::diag::Level;
 use crate::api::{self, seg};
 use crate::shell::focus_later;
 use crate::state::{self, app, App, Dialog, Scope, Tone};
+use crate::task::spawn_while;
 
 thread_local! {
     /// The element that had focus when a dialog opened; focus goes back to it on close.
@@ -318,8 +319,11 @@ fn NewStackDialog() -> impl IntoView {
                     state::refresh_stacks(app);
                 }
                 Err(e) => {
-                    busy.set(false);
-                    failed.set(Some(e.message.clone()));
+                    // The dialog may have been closed meanwhile.
+                    if !failed.is_disposed() {
+                        busy.set(false);
+                        failed.set(Some(e.message.clone()));
+                    }
                     app.fail(&e);
                 }
             }
@@ -449,7 +453,10 @@ fn ForkDialog() -> impl IntoView {
                     state::refresh_stacks(app);
                 }
                 Err(e) => {
-                    failed.set(Some(e.message.clone()));
+                    // The dialog may have been closed meanwhile.
+                    if !failed.is_disposed() {
+                        failed.set(Some(e.message.clone()));
+                    }
                     app.fail(&e);
                 }
             }
@@ -527,7 +534,8 @@ fn ImportDialog() -> impl IntoView {
             body["characterId"] = json!(c);
         }
         busy.set(true);
-        spawn_local(async move {
+        // A dry run writes nothing: dropped with the dialog.
+        spawn_while(step, async move {
             let result = api::post_as::<ImportPreview>("/api/stacks/import", &body).await;
             busy.set(false);
             match result {
@@ -578,7 +586,7 @@ fn ImportDialog() -> impl IntoView {
         error.set(None);
         error_list.set(Vec::new());
         busy.set(true);
-        spawn_local(async move {
+        spawn_while(step, async move {
             match JsFuture::from(file.text()).await {
                 Ok(text) => {
                     let text = text.as_string().unwrap_or_default();
@@ -618,7 +626,12 @@ fn ImportDialog() -> impl IntoView {
         spawn_local(async move {
             // `Saved<Imported>`: the view is all the editor needs.
             let result = api::post_as::<StackView>("/api/stacks/import", &body).await;
-            busy.set(false);
+            // Imported (or not) whether or not the dialog is still open: the editor and the
+            // status line follow either way; the dialog's own state only while it is open.
+            let open = !busy.is_disposed();
+            if open {
+                busy.set(false);
+            }
             match result {
                 Ok(view) => {
                     app.dialog.set(None);
@@ -634,7 +647,11 @@ fn ImportDialog() -> impl IntoView {
                     }
                     state::refresh_stacks(app);
                 }
-                Err(e) => refuse(e),
+                Err(e) => {
+                    if open {
+                        refuse(e);
+                    }
+                }
             }
         });
     };

@@ -230,6 +230,9 @@ pub fn save(
                 api::post_as::<Receipt>(&format!("/api/{route}"), &Value::Object(body)).await
             }
         };
+        // Written (or not) whether or not the form is still open: the status line says so
+        // either way; the form's own state only while its surface is mounted.
+        let alive = !form.editing.is_disposed();
         match result {
             Ok(receipt) => {
                 let created = editing.selector.is_none();
@@ -237,12 +240,16 @@ pub fn save(
                     format!("{} {label}", if created { "Created" } else { "Saved" }),
                     Tone::Ok,
                 );
-                form.close();
-                done(receipt.selector);
+                if alive {
+                    form.close();
+                    done(receipt.selector);
+                }
             }
             Err(e) if e.is_stale() => {
-                form.conflict
-                    .set(Some(e.body.current_revision.clone().unwrap_or_default()));
+                if alive {
+                    form.conflict
+                        .set(Some(e.body.current_revision.clone().unwrap_or_default()));
+                }
                 app.say(format!("Not saved: {label} changed on disk."), Tone::Error);
             }
             Err(e) => app.fail(&e),
@@ -252,9 +259,11 @@ pub fn save(
 
 /// Delete with confirm: `DELETE /api/<route>/:sel` at `revision`; a stale revision (the file
 /// changed since it was shown) deletes nothing and says so. `label` names it in the status
-/// line; `done` runs after a delete.
+/// line; `done` runs after a delete while `view` (a signal of the surface that asked) is alive.
+#[allow(clippy::too_many_arguments)]
 pub fn confirm_delete(
     app: App,
+    view: impl IsDisposed + Copy + Send + Sync + 'static,
     route: &'static str,
     selector: String,
     revision: String,
@@ -280,7 +289,10 @@ pub fn confirm_delete(
                 match api::call(Method::Delete, &path, None, Some(&rev)).await {
                     Ok(_) => {
                         app.say(format!("Deleted {label}"), Tone::Ok);
-                        done();
+                        // The user may have left the surface meanwhile.
+                        if !view.is_disposed() {
+                            done();
+                        }
                     }
                     Err(e) if e.is_stale() => app.say(
                         format!(

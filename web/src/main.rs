@@ -33,6 +33,7 @@ mod shell;
 mod split;
 mod stack_tab;
 mod state;
+mod task;
 mod template_editor;
 mod toolpicker;
 mod undo;

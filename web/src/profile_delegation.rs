@@ -195,6 +195,11 @@ pub fn DelegationCard(selector: String) -> impl IntoView {
                 l.file.revision.as_deref(),
             )
             .await;
+            // Saved whether or not the card is still shown: the status line says so either
+            // way; the card's own state only while it is mounted.
+            if result.is_ok() {
+                app.say("Delegation settings saved", Tone::Ok);
+            }
             let Some(selector) = selector.try_get_value() else {
                 return;
             };
@@ -203,10 +208,7 @@ pub fn DelegationCard(selector: String) -> impl IntoView {
             }
             saving.set(false);
             match result {
-                Ok(settings) => {
-                    show(loaded(&settings, &selector));
-                    app.say("Delegation settings saved", Tone::Ok);
-                }
+                Ok(settings) => show(loaded(&settings, &selector)),
                 Err(e) if e.is_stale() || e.code == "exists" => conflict.set(true),
                 Err(e) => save_error.set(Some(e.message)),
             }

@@ -17,6 +17,7 @@ use crate::jp;
 use crate::library::{self, confirm_delete, label, new_id_problem, Form, FormBanners};
 use crate::profile_delegation::DelegationCard;
 use crate::state::{self, app, App, Surface, Tone, NO_LIVE_SESSION};
+use crate::task::spawn_while;
 
 const THINKING: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -34,8 +35,15 @@ struct Profiles {
     applying: RwSignal<bool>,
 }
 
+impl Profiles {
+    /// Whether the surface is still mounted (its signals are disposed when the user leaves it).
+    fn alive(self) -> bool {
+        !self.collection.is_disposed()
+    }
+}
+
 fn refresh(app: App, p: Profiles) {
-    spawn_local(async move {
+    spawn_while(p.collection, async move {
         match api::get_as::<ProfileCollection>("/api/profiles").await {
             Ok(v) => {
                 let first_load = !p.loaded.get_untracked();
@@ -231,7 +239,7 @@ fn new_profile(p: Profiles) {
 }
 
 fn start_edit(p: Profiles, selector: String) {
-    spawn_local(async move {
+    spawn_while(p.collection, async move {
         if let Ok(v) =
             api::get_as::<ProfileView>(&format!("/api/profiles/{}", seg(&selector))).await
         {
@@ -484,7 +492,12 @@ fn apply(app: App, p: Profiles, selector: String, id: String) {
             &json!({}),
         )
         .await;
-        p.applying.set(false);
+        // Pi applied it (or not) whether or not the surface is still open: the status line says
+        // so either way; the surface's own state only while it is mounted.
+        let alive = p.alive();
+        if alive {
+            p.applying.set(false);
+        }
         match result {
             Ok(v) => {
                 let notes = v.notes.len();
@@ -496,13 +509,17 @@ fn apply(app: App, p: Profiles, selector: String, id: String) {
                     },
                     Tone::Ok,
                 );
-                p.applied.set(Some((selector, Ok(v))));
-                refresh(app, p);
+                if alive {
+                    p.applied.set(Some((selector, Ok(v))));
+                    refresh(app, p);
+                }
             }
             Err(e) => {
                 let message = state::live_failure(app, &e);
                 app.say(format!("Not applied: {message}"), Tone::Error);
-                p.applied.set(Some((selector, Err(message))));
+                if alive {
+                    p.applied.set(Some((selector, Err(message))));
+                }
             }
         }
     });
@@ -605,6 +622,7 @@ fn ProfileDetail(entry: ProfileView) -> impl IntoView {
     let delete = move |_| {
         confirm_delete(
             app,
+            p.collection,
             "profiles",
             sel_del.clone(),
             revision.clone(),
@@ -732,7 +750,7 @@ fn ProfileEditor() -> impl IntoView {
         if let Some(sel) = untrack(|| p.form.selector()) {
             body["existingId"] = json!(sel);
         }
-        spawn_local(async move {
+        spawn_while(p.collection, async move {
             match api::post_as::<ProfileValidation>("/api/profiles/validate", &body).await {
                 Ok(v) => {
                     let valid = v.valid;

@@ -112,10 +112,11 @@ fn RuleCard(i: usize, count: Memo<usize>) -> impl IntoView {
         }
         set_timeout(
             move || {
-                if trial_seq.get_value() != my {
+                // The card may be gone by now (the rule removed, another tab or Preset).
+                if trial_seq.try_get_value() != Some(my) {
                     return;
                 }
-                leptos::task::spawn_local(async move {
+                crate::task::spawn_while(trial, async move {
                     let body = json!({"rule": rule, "sample": text});
                     let answer =
                         crate::api::post_as::<forge_core::api::RuleTrial>("/api/regex/try", &body)

@@ -541,10 +541,11 @@ fn search_content(hits: RwSignal<ContentHits>, seq: StoredValue<u64>, q: String)
     }
     set_timeout(
         move || {
-            if seq.get_value() != my {
+            // The sidebar may be gone by now (another surface).
+            if seq.try_get_value() != Some(my) {
                 return;
             }
-            leptos::task::spawn_local(async move {
+            crate::task::spawn_while(hits, async move {
                 let answer = crate::split::search(q.clone()).await;
                 if seq.get_value() != my {
                     return;
