@@ -1004,17 +1004,7 @@ fn keep_record(
 }
 
 fn kill_group(pid: u32) {
-    #[cfg(unix)]
-    {
-        // `--` first: procps reads a bare `-PGID` after the signal as another signal.
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
+    crate::process::signal_group(pid, crate::process::StopSignal::Kill);
 }
 
 /// The file in a run's folder that names its running child (`pid`, `pgid`, the start times of

@@ -17,6 +17,7 @@ mod payload_cli;
 mod payloads;
 mod pi_install;
 mod preview;
+mod process;
 mod state;
 mod template;
 mod ui;

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::http::security::TOKEN_HEADER;
 use crate::http::{self, ServerState};
 use crate::paths::WorkspacePaths;
+use crate::process::{self, StopSignal};
 use crate::state::WorkspaceHandle;
 use crate::watch::{self, WatchConfig};
 
@@ -243,23 +244,6 @@ fn remove_record(path: &Path, only_pid: Option<u32>) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Probing and stopping
 
-fn pid_alive(pid: u32) -> bool {
-    std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn signal(pid: u32, name: &str) {
-    let _ = std::process::Command::new("kill")
-        .args([format!("-{name}"), pid.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-}
-
 /// One request with the token to the editor on `port`: `(status, body)`. Plain HTTP/1.1 over
 /// loopback with short timeouts; answers up to 256 MB.
 pub fn request(
@@ -317,12 +301,12 @@ pub fn running(paths: &WorkspacePaths) -> Result<ServerRecord> {
 }
 
 fn is_running(record: &ServerRecord, project: &Path) -> bool {
-    pid_alive(record.pid) && meta_answers(record.port, &record.token, project)
+    process::alive(record.pid) && meta_answers(record.port, &record.token, project)
 }
 
 /// SIGTERM, wait until the server stops answering; SIGKILL after [`STOP_TIMEOUT`].
 fn stop_server(record: &ServerRecord, project: &Path) -> Result<()> {
-    signal(record.pid, "TERM");
+    process::signal(record.pid, StopSignal::Term);
     let deadline = Instant::now() + STOP_TIMEOUT;
     while Instant::now() < deadline {
         if !meta_answers(record.port, &record.token, project) {
@@ -335,7 +319,7 @@ fn stop_server(record: &ServerRecord, project: &Path) -> Result<()> {
         record.pid,
         STOP_TIMEOUT.as_secs()
     );
-    signal(record.pid, "KILL");
+    process::signal(record.pid, StopSignal::Kill);
     Ok(())
 }
 
@@ -612,10 +596,12 @@ async fn serve_async(
         })
         .into_future();
     let mut server = tokio::spawn(server);
+    // Read now: on Linux the path of a deleted binary reads "<path> (deleted)" later.
+    let exe = std::env::current_exe().ok();
     let (outcome, stop) = tokio::select! {
         result = &mut server => (Some(result), Stop::Failed),
         () = stop_signals => (None, Stop::Signal),
-        () = binary_replaced() => (None, Stop::BinaryReplaced),
+        () = binary_replaced(exe.clone()) => (None, Stop::BinaryReplaced),
     };
     // Connected Pi sessions hear it at once, on their command streams, before those end.
     live.farewell(&stopped_notice(stop));
@@ -639,6 +625,11 @@ async fn serve_async(
     if let Some(state_path) = &state_path {
         if remove_record(state_path, Some(std::process::id())) {
             let _ = std::fs::remove_file(launch_file(state_path));
+            // The port is kept for the next start, except after an uninstall (`pi remove`):
+            // then nothing of this project's editor is left behind.
+            if matches!(stop, Stop::BinaryReplaced) && binary_stays_gone(exe.as_deref()).await {
+                let _ = std::fs::remove_file(last_port_file(state_path));
+            }
         }
     } else if let Some(launch) = &launch {
         let _ = std::fs::remove_file(launch);
@@ -693,15 +684,14 @@ fn file_identity(path: &Path) -> Option<(u64, u64)> {
     }
 }
 
-/// Resolves when this server's binary is removed or replaced on disk (`pi remove npm:pi-forge`,
-/// `pi update`, a rebuild): an editor whose program is gone or outdated stops, and the next
-/// `/forge ui` or Pi session starts the binary that is installed now. Never resolves when the
-/// binary's path cannot be read at start.
-async fn binary_replaced() {
-    let Some(path) = std::env::current_exe().ok() else {
+/// Resolves when this server's binary (`exe`, read at start) is removed or replaced on disk
+/// (`pi remove npm:pi-forge`, `pi update`, a rebuild): an editor whose program is gone or
+/// outdated stops, and the next `/forge ui` or Pi session starts the binary that is installed
+/// now. Never resolves when the binary's path could not be read at start.
+async fn binary_replaced(exe: Option<PathBuf>) {
+    let Some(path) = exe else {
         return std::future::pending().await;
     };
-    // On Linux `current_exe` of a deleted binary ends in " (deleted)": the path at start is kept.
     let Some(identity) = file_identity(&path) else {
         return std::future::pending().await;
     };
@@ -716,6 +706,25 @@ async fn binary_replaced() {
         }
     }
 }
+
+/// Whether the binary was removed rather than replaced: its path is still missing after
+/// [`REPLACE_WAIT`] (an update may swap it in several steps).
+async fn binary_stays_gone(exe: Option<&Path>) -> bool {
+    let Some(path) = exe else {
+        return false;
+    };
+    let waited = std::time::Instant::now();
+    while waited.elapsed() < REPLACE_WAIT {
+        if path.exists() {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    !path.exists()
+}
+
+/// How long a missing binary may take to reappear before it counts as uninstalled.
+const REPLACE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Ctrl-C (SIGINT) or SIGTERM. On Unix the handlers are installed when this is called, not
 /// when the future is first polled, so a signal that comes right after is already caught.
@@ -753,7 +762,6 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The launch page of the server whose state file is `state_path`: `ui-<hash>-open.html` beside it.
 /// The port the project's editor last listened on (kept when the server stops).
 fn last_port_file(state_path: &Path) -> PathBuf {
     state_path.with_extension("port")
@@ -764,6 +772,7 @@ fn last_port(state_path: &Path) -> Option<u16> {
     text.trim().parse().ok().filter(|&port| port != 0)
 }
 
+/// The launch page of the server whose state file is `state_path`: `ui-<hash>-open.html` beside it.
 fn launch_file(state_path: &Path) -> PathBuf {
     let stem = state_path
         .file_stem()
