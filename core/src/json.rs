@@ -492,51 +492,22 @@ impl JsNumbers {
     }
 }
 
+/// The formatter's methods for `$t`, each writing the number as a double.
+macro_rules! js_number_methods {
+    ($($method:ident: $t:ty),* $(,)?) => {$(
+        fn $method<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: $t) -> std::io::Result<()> {
+            // Every JSON number is a double in JavaScript (so a large integer rounds, as there).
+            Self::number(w, v as f64)
+        }
+    )*};
+}
+
 impl serde_json::ser::Formatter for JsNumbers {
-    fn write_i8<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i8) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_i16<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i16) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_i32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i32) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_i64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i64) -> std::io::Result<()> {
-        Self::number(w, v as f64)
-    }
-    fn write_i128<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        v: i128,
-    ) -> std::io::Result<()> {
-        Self::number(w, v as f64)
-    }
-    fn write_u8<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u8) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_u16<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u16) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_u32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u32) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_u64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u64) -> std::io::Result<()> {
-        Self::number(w, v as f64)
-    }
-    fn write_u128<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        v: u128,
-    ) -> std::io::Result<()> {
-        Self::number(w, v as f64)
-    }
-    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f32) -> std::io::Result<()> {
-        Self::number(w, f64::from(v))
-    }
-    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
-        Self::number(w, v)
-    }
+    js_number_methods!(
+        write_i8: i8, write_i16: i16, write_i32: i32, write_i64: i64, write_i128: i128,
+        write_u8: u8, write_u16: u16, write_u32: u32, write_u64: u64, write_u128: u128,
+        write_f32: f32, write_f64: f64,
+    );
 }
 
 /// `JSON.stringify(value)`: compact, keys in insertion order.
