@@ -400,37 +400,9 @@ fn run_folder(project: &Path, run_id: &str) -> PathBuf {
     runs_dir(project).join(run_id.replace(':', "-"))
 }
 
-/// Writes a run file owner-only and atomically: a temporary file beside it, fsync, rename over
-/// the target, fsync of the folder (a crash leaves the old file or the new one, never half).
+/// Writes a run file owner-only and atomically ([`crate::files::write_atomic`]).
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    let folder = path.parent().context("a run file has a folder")?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .context("a run file has a name")?;
-    let temp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let written = (|| -> std::io::Result<()> {
-        let mut file = options.open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        // Where folders cannot be opened or synced, the rename stands on its own.
-        if let Ok(dir) = std::fs::File::open(folder) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written.with_context(|| format!("cannot write {}", path.display()))
+    crate::files::write_atomic(path, bytes, crate::files::Access::Private)
 }
 
 /// The Pi the child runs: `PI_FORGE_PI` (an executable), else `pi` on PATH.

@@ -9,6 +9,7 @@ mod agent;
 mod bench;
 mod cli;
 mod commands;
+mod files;
 mod http;
 mod import;
 mod live;

@@ -7,7 +7,6 @@
 //! so `pi install <folder>` works too. Re-running upgrades in place; files are written through a
 //! temporary file and a rename, so Pi never loads half a file.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -29,13 +28,7 @@ fn agent_dir() -> Result<PathBuf> {
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut file =
-        std::fs::File::create(&temp).with_context(|| format!("cannot write {}", temp.display()))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", temp.display()))?;
-    std::fs::rename(&temp, path).with_context(|| format!("cannot replace {}", path.display()))
+    crate::files::write_atomic(path, text.as_bytes(), crate::files::Access::Default)
 }
 
 /// The manifest with this binary's version.

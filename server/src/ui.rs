@@ -211,22 +211,8 @@ fn read_record(path: &Path) -> Option<ServerRecord> {
 
 /// Writes the record atomically with mode 0600.
 fn write_record(path: &Path, record: &ServerRecord) -> Result<()> {
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(&temp)
-        .with_context(|| format!("cannot write {}", temp.display()))?;
-    file.write_all(forge_core::json::to_pretty(&serde_json::to_value(record)?).as_bytes())?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let text = forge_core::json::to_pretty(&serde_json::to_value(record)?);
+    crate::files::write_atomic(path, text.as_bytes(), crate::files::Access::Private)
 }
 
 /// Removes the state file; with `only_pid`, only when it still names that process. False when
