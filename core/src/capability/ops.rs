@@ -956,6 +956,25 @@ pub fn check_active_preset_save(session: &Session, saved: &ActivePreset) -> Resu
     }
 }
 
+/// Whether capability text still has to reach the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    None,
+    Pending,
+    Prepared,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::None => "none",
+            Delivery::Pending => "pending",
+            Delivery::Prepared => "prepared",
+        }
+    }
+}
+
 /// Whether capability changes still have to reach the model: `none` when the branch's last
 /// event is covered by the newest delivery anchor (or there are no events), else `prepared`
 /// when the host has built a request carrying them and `pending` when it has not. (Inferred
@@ -964,8 +983,7 @@ pub fn delivery_status(
     state: &CapabilityState,
     anchor: Option<&DeliveryAnchor>,
     prepared: bool,
-) -> super::view::Delivery {
-    use super::view::Delivery;
+) -> Delivery {
     match &state.last_event_id {
         None => Delivery::None,
         Some(last) if anchor.is_some_and(|a| a.through_event_id == *last) => Delivery::None,

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::events::CapabilityState;
+pub use super::ops::Delivery;
 use super::ops::{self, validate_patches, ActivePreset, Caller, OpError, Plan, Session, Stamp};
 use super::snapshot::{CapabilitySnapshot, SnapshotSource};
 use super::{Capability, MAX_OPAQUE_ID_LENGTH};
@@ -34,25 +35,6 @@ pub const MAX_GUARD_ID_LENGTH: usize = 1024;
 pub const MAX_GUARD_REVISION_LENGTH: usize = 256;
 /// Longest choice fingerprint in an enable request.
 pub const MAX_FINGERPRINT_LENGTH: usize = 256;
-
-/// Whether capability text still has to reach the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Delivery {
-    None,
-    Pending,
-    Prepared,
-}
-
-impl Delivery {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::None => "none",
-            Delivery::Pending => "pending",
-            Delivery::Prepared => "prepared",
-        }
-    }
-}
 
 /// How capability text is presented to the model: native system sections or a user notice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -5,9 +5,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::error::{RenderError, RenderErrorKind};
 use super::parse::is_path_segment;
-use super::render::{RenderError, RenderErrorKind};
-use super::{Scope, MACRO_OUTPUT_LIMIT, MAX_MACRO_DEPTH};
+use super::scope::{Scope, MACRO_OUTPUT_LIMIT, MAX_MACRO_DEPTH};
 use crate::js::js_trim;
 use crate::json::utf16_len;
 

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{CapabilityEntry, Loaded, ProfileEntry, StackEntry, WorkspaceSnapshot};
+use super::snapshot::{CapabilityEntry, Loaded, ProfileEntry, StackEntry, WorkspaceSnapshot};
 use crate::capability;
 use crate::diag::Diagnostic;
 use crate::id::{parse_selector, parse_stack_choice, ResourceKey, Scope, Selector, StackChoice};

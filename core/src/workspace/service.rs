@@ -338,7 +338,7 @@ pub fn parse_scope(value: Option<&Value>) -> Result<Scope, ServiceError> {
 /// A file that could not be read has no revision: saving or deleting it is refused with the
 /// reason (409 `unreadable`), not with a confusing revision error.
 fn check_readable(target: &Target<'_>) -> Result<(), ServiceError> {
-    match super::unreadable_reason(target.revision, target.diagnostics) {
+    match super::snapshot::unreadable_reason(target.revision, target.diagnostics) {
         Some(reason) => Err(ServiceError::Unreadable {
             path: target.path.to_string(),
             reason: reason.to_string(),

@@ -450,9 +450,13 @@ impl FsStore {
     }
 }
 
+/// Largest prompt stack file pi-forge reads (stacks carry prose; the editor's request limit is
+/// 2,000,000 bytes, so anything larger was not written by pi-forge).
+pub const MAX_STACK_BYTES: u64 = 8 * 1024 * 1024;
+
 /// The largest file any store operation reads: the largest resource pi-forge loads
-/// ([`super::MAX_STACK_BYTES`]). The pre-save revision check refuses larger files unread.
-pub const MAX_FILE_BYTES: u64 = super::MAX_STACK_BYTES;
+/// ([`MAX_STACK_BYTES`]). The pre-save revision check refuses larger files unread.
+pub const MAX_FILE_BYTES: u64 = MAX_STACK_BYTES;
 
 /// How old a temp file of another process must be before [`FsStore::clean_stale_temps`] takes it
 /// for a crash's leftover (a write takes milliseconds).
