@@ -43,7 +43,7 @@ use forge_core::runtime::Clock;
 use serde_json::{json, Value};
 
 use crate::cli::AgentAction;
-use crate::commands::load_workspace;
+use crate::input::load_workspace;
 use crate::live::new_uuid;
 use crate::paths::WorkspacePaths;
 
@@ -230,7 +230,7 @@ fn prepare(
         task,
         timeout_ms,
         &new_ids(),
-        crate::http::local_clock(),
+        crate::clock::local_clock(),
     )
 }
 

@@ -4,11 +4,12 @@
 use crate::cli::{
     Cli, Command, ImportSource, ListKind, PiAction, TemplateAction, UiAction, WorkspaceArgs,
 };
+use crate::input::{exit_for_errors, input_name, load_workspace, read_input};
 use crate::paths::WorkspacePaths;
 use anyhow::{Context, Result};
 use forge_core::canonical::{fingerprint, revision};
 use forge_core::diag::{counts, Diagnostic};
-use forge_core::workspace::{self, Kind, LoadOptions, Loaded, WorkspaceSnapshot};
+use forge_core::workspace::{Kind, Loaded, WorkspaceSnapshot};
 use forge_core::{capability, json, profile, stack};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -130,49 +131,6 @@ fn merge(inner: WorkspaceArgs, outer: WorkspaceArgs) -> WorkspaceArgs {
         global_dir: inner.global_dir.or(outer.global_dir),
         untrusted: inner.untrusted || outer.untrusted,
     }
-}
-
-/// The bytes of an input file; `-` reads standard input.
-pub fn read_input(path: &Path, what: &str) -> Result<Vec<u8>> {
-    if path == Path::new("-") {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
-            .with_context(|| format!("cannot read {what} from standard input"))?;
-        return Ok(bytes);
-    }
-    std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))
-}
-
-/// A display name for an input path (`<stdin>` for `-`).
-pub fn input_name(path: &Path) -> String {
-    if path == Path::new("-") {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    }
-}
-
-/// Exit status 1 when `errors` is non-zero, else 0.
-pub fn exit_for_errors(errors: usize) -> ExitCode {
-    if errors > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Loads the workspace the arguments point at.
-pub fn load_workspace(args: &WorkspaceArgs) -> Result<(WorkspacePaths, WorkspaceSnapshot)> {
-    let paths = WorkspacePaths::from_args(args)?;
-    let store = paths.store();
-    let snapshot = workspace::load(
-        &store,
-        &LoadOptions {
-            trusted: paths.trusted,
-            extra_slots: Vec::new(),
-        },
-    );
-    Ok((paths, snapshot))
 }
 
 /// A path relative to the project when it is inside it, for shorter output.

@@ -1,17 +1,15 @@
 //! `pi-forge`: the command-line entry point. Each module owns one concern.
 #![forbid(unsafe_code)]
 
-/// The version this binary reports (`--version`, the hello, the state file): the package
-/// version unless a test package was built with another (server/build.rs).
-pub(crate) const VERSION: &str = env!("PI_FORGE_VERSION");
-
 mod agent;
 mod bench;
 mod cli;
+mod clock;
 mod commands;
 mod files;
 mod http;
 mod import;
+mod input;
 mod live;
 mod paths;
 mod payload_cli;
@@ -22,7 +20,10 @@ mod process;
 mod state;
 mod template;
 mod ui;
+mod version;
 mod watch;
+
+pub(crate) use version::VERSION;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,8 @@
 //! `pi-forge preview`: compile a stack against a runtime snapshot and print the result.
 
 use crate::cli::WorkspaceArgs;
-use crate::commands::{exit_for_errors, input_name, load_workspace, read_input};
+use crate::clock::local_clock;
+use crate::input::{exit_for_errors, input_name, load_workspace, read_input};
 use crate::paths::WorkspacePaths;
 use anyhow::{bail, Context, Result};
 use forge_core::compile::{self, CompileInput, MacroRegistry};
@@ -9,7 +10,7 @@ use forge_core::diag::{counts, Diagnostic};
 use forge_core::id::{parse_stack_choice, StackChoice};
 use forge_core::json;
 use forge_core::rewrite;
-use forge_core::runtime::{Clock, RuntimeSnapshot};
+use forge_core::runtime::RuntimeSnapshot;
 use forge_core::stack::{self, PromptStack};
 use forge_core::workspace::Resolved;
 use serde_json::{json, Value};
@@ -21,15 +22,6 @@ fn read_json(path: &Path, what: &str) -> Result<Value> {
         std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
     json::parse_bytes(&bytes)
         .with_context(|| format!("{what} {} is not valid JSON", path.display()))
-}
-
-/// The clock of this machine: now, with the local UTC offset.
-fn local_clock() -> Clock {
-    let now = chrono::Local::now();
-    Clock {
-        epoch_ms: now.timestamp_millis(),
-        utc_offset_minutes: now.offset().local_minus_utc() / 60,
-    }
 }
 
 /// Where the runtime a preview compiles against came from.

@@ -2,7 +2,7 @@
 //! `analyze_text` / `render_checked` (the spans are UTF-16 code units, as the editor counts).
 
 use crate::cli::TemplateArgs;
-use crate::commands::{exit_for_errors, input_name, read_input};
+use crate::input::{exit_for_errors, input_name, read_input};
 use anyhow::{bail, Result};
 use forge_core::json;
 use forge_core::template::{

@@ -314,7 +314,7 @@ fn stop_server(record: &ServerRecord, project: &Path) -> Result<()> {
 
 /// 24 random bytes, base64url without padding.
 fn new_token() -> Result<String> {
-    http::security::new_secret().map_err(|e| anyhow::anyhow!("cannot get random bytes: {e}"))
+    http::new_secret().map_err(|e| anyhow::anyhow!("cannot get random bytes: {e}"))
 }
 
 fn serve_demo(opts: &UiOptions) -> Result<ExitCode> {
@@ -557,7 +557,7 @@ async fn serve_async(
     let state = Arc::new(ServerState::new(
         Arc::clone(&ws),
         port,
-        http::security::Secrets {
+        http::Secrets {
             token,
             cookie: new_token()?,
         },

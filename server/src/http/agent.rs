@@ -11,9 +11,8 @@
 //! kills the child's process group). A plan nobody decides on within [`APPROVAL_WAIT`] is
 //! cancelled.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -22,195 +21,28 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use forge_core::api::{
-    ActiveRun, AgentPlansEvent, AgentProfileList, AgentProfileRow, ApproveRequest, Kept, ModelRef,
-    PlanDecided, PlanDetail, PlanList, PlanSummary, PrepareRequest, PreparedPlan, RunApproval,
-    RunCancelled, RunDetail, RunList,
+    ActiveRun, AgentProfileList, AgentProfileRow, ApproveRequest, Kept, ModelRef, PlanDecided,
+    PlanDetail, PlanList, PlanSummary, PrepareRequest, PreparedPlan, RunApproval, RunCancelled,
+    RunDetail, RunList,
 };
 use forge_core::delegation::approval::{
     approval_full_view, approval_summary, check_approval, payload_bytes, system_prompt_chars,
     REJECTED_REASON,
 };
 use forge_core::delegation::config::DEFAULT_BACKEND;
-use forge_core::delegation::host::{project_answer, HostPlan, PlanIds};
-use forge_core::runtime::Clock;
+use forge_core::delegation::host::{project_answer, HostPlan};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, watch, Notify, Semaphore};
+use tokio::sync::{oneshot, watch, Notify};
 
+use super::agent_hub::{AgentHub, Decision, Pending, APPROVAL_WAIT};
 use super::error::{ApiError, ApiResult};
+use super::extract::parse;
 use super::extract::{ok_json, ok_typed, typed_response, HostBody, JsonBody};
-use super::host::parse;
-use super::{local_clock, AppState, ServerState};
+use super::{AppState, ServerState};
 use crate::agent::{self, PlanRequest};
+use crate::clock::local_clock;
 use crate::paths::WorkspacePaths;
-
-/// How long a plan waits for a person.
-pub const APPROVAL_WAIT: Duration = Duration::from_secs(600);
-
-enum Decision {
-    Approve { viewed: bool, from: &'static str },
-    Reject,
-}
-
-struct Pending {
-    profile: String,
-    task: String,
-    plan: HostPlan,
-    ids: PlanIds,
-    clock: Clock,
-    parent_session: Option<String>,
-    created_at: String,
-    decide: Option<oneshot::Sender<Decision>>,
-}
-
-/// An approved run that waits for a slot or runs now.
-struct Active {
-    /// What `GET /api/agent/runs` shows until the record is written.
-    summary: ActiveRun,
-    /// [`agent::NOT_CANCELLED`], or why the run is cancelled.
-    cancel: Arc<AtomicU8>,
-    /// Wakes a queued run to record its cancellation.
-    wake: Arc<Notify>,
-}
-
-/// How many withdrawn plan ids are remembered (to answer `plan_withdrawn` rather than 404).
-const WITHDRAWN_KEPT: usize = 256;
-
-/// The one owner of plans waiting for a person and of the runs in progress.
-pub struct AgentHub {
-    pending: Mutex<HashMap<String, Pending>>,
-    /// Plans whose request ended before anyone decided (newest last).
-    withdrawn: Mutex<VecDeque<String>>,
-    active: Mutex<HashMap<String, Active>>,
-    /// The run slots: `maxConcurrentRuns` permits, each held by a run's own task (never by an
-    /// HTTP request) from the moment its child may start until the child's group is gone. A
-    /// new limit in subagents.json makes a new semaphore for the runs approved after it.
-    slots: Mutex<(usize, Arc<Semaphore>)>,
-    /// How many plans wait, how many runs are in progress and how many ended; the
-    /// `agent-plans` event follows it.
-    count: watch::Sender<AgentPlansEvent>,
-}
-
-impl Default for AgentHub {
-    fn default() -> Self {
-        AgentHub {
-            pending: Mutex::new(HashMap::new()),
-            withdrawn: Mutex::new(VecDeque::new()),
-            active: Mutex::new(HashMap::new()),
-            slots: Mutex::new((0, Arc::new(Semaphore::new(0)))),
-            count: watch::channel(AgentPlansEvent::default()).0,
-        }
-    }
-}
-
-impl AgentHub {
-    /// The hub of a server that starts in `project`: runs whose child outlived the pi-forge
-    /// process that ran it (SIGKILL, a crash) have their process group killed and are recorded
-    /// as `orphaned` first ([`agent::sweep_orphans`]).
-    pub fn starting(project: &std::path::Path) -> AgentHub {
-        agent::sweep_orphans(project);
-        AgentHub::default()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Active>> {
-        self.active.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The semaphore of `limit` run slots.
-    fn semaphore(&self, limit: usize) -> Arc<Semaphore> {
-        let limit = limit.max(1);
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if slots.0 != limit {
-            *slots = (limit, Arc::new(Semaphore::new(limit)));
-        }
-        Arc::clone(&slots.1)
-    }
-
-    /// Withdraws a waiting plan whose request ended: it can no longer be approved.
-    fn withdraw(&self, run_id: &str) {
-        if self.remove(run_id).is_none() {
-            return;
-        }
-        let mut withdrawn = self.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
-        withdrawn.push_back(run_id.to_string());
-        while withdrawn.len() > WITHDRAWN_KEPT {
-            withdrawn.pop_front();
-        }
-    }
-
-    fn was_withdrawn(&self, run_id: &str) -> bool {
-        self.withdrawn
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|r| r == run_id)
-    }
-
-    /// Marks an approved run as in progress (`status` queued or running).
-    fn set_active(
-        &self,
-        run_id: &str,
-        summary: ActiveRun,
-        cancel: Arc<AtomicU8>,
-        wake: Arc<Notify>,
-    ) {
-        let mut map = self.active();
-        map.insert(
-            run_id.to_string(),
-            Active {
-                summary,
-                cancel,
-                wake,
-            },
-        );
-        let count = map.len() as u64;
-        self.count.send_modify(|e| e.running = count);
-    }
-
-    fn set_status(&self, run_id: &str, status: &str) {
-        if let Some(a) = self.active().get_mut(run_id) {
-            a.summary.status = status.to_string();
-        }
-        self.count.send_modify(|e| e.started += 1);
-    }
-
-    fn clear_active(&self, run_id: &str) {
-        let mut map = self.active();
-        map.remove(run_id);
-        let count = map.len() as u64;
-        self.count.send_modify(|e| e.running = count);
-    }
-
-    /// The number of waiting plans, updated on every add, decision and removal (the
-    /// `agent-plans` event of `/api/events`).
-    pub fn watch(&self) -> watch::Receiver<AgentPlansEvent> {
-        self.count.subscribe()
-    }
-
-    fn insert(&self, run_id: String, pending: Pending) {
-        let mut map = self.lock();
-        map.insert(run_id, pending);
-        let count = map.len() as u64;
-        self.count.send_modify(|e| e.pending = count);
-    }
-
-    fn remove(&self, run_id: &str) -> Option<Pending> {
-        let mut map = self.lock();
-        let removed = map.remove(run_id);
-        let count = map.len() as u64;
-        self.count.send_modify(|e| e.pending = count);
-        removed
-    }
-
-    /// A run ended (its record is written).
-    fn finished(&self) {
-        self.count.send_modify(|e| e.finished += 1);
-    }
-}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -1014,9 +846,6 @@ fn run_line(record: &Value) -> String {
         usage["output"].as_u64().unwrap_or(0),
     )
 }
-
-/// Shared so other modules can hold it.
-pub type Agents = Arc<AgentHub>;
 
 #[cfg(test)]
 mod tests {

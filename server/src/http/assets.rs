@@ -16,13 +16,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
 
 use super::encoding::Encoded;
-use super::AppState;
 
 /// The web bundle. Empty when `assets/dist` did not exist at build time.
 #[derive(RustEmbed)]
@@ -30,7 +29,7 @@ use super::AppState;
 #[allow_missing = true]
 struct Dist;
 
-const MISSING_BUNDLE: &str = "\
+pub(super) const MISSING_BUNDLE: &str = "\
 pi-forge was built without its web bundle (assets/dist was empty).
 
 Build it and rebuild pi-forge:
@@ -175,33 +174,6 @@ pub fn bundle_present() -> bool {
 /// `index.html` with its references rewritten to the hashed names; `None` without a bundle.
 pub fn index_html() -> Option<&'static str> {
     bundle().index.as_deref()
-}
-
-/// `GET /` (after the guard): the page with the stack list embedded, never cached.
-pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Response {
-    let views = state.views.current(&state);
-    let dark =
-        super::security::cookie_value(&request, super::first_screen::THEME_COOKIE) == Some("dark");
-    match views.page(dark) {
-        Some(page) => {
-            let mut headers = HeaderMap::new();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            page.respond(&request, headers)
-        }
-        None => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            )],
-            MISSING_BUNDLE,
-        )
-            .into_response(),
-    }
 }
 
 /// `GET /assets/<name>`: hashed names are immutable, plain names revalidate.

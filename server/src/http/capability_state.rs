@@ -36,9 +36,10 @@ use forge_core::workspace::WorkspaceSnapshot;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::error::command_ok;
 use super::error::{ApiError, ApiResult};
+use super::extract::parse;
 use super::extract::{ok_json, ok_typed, HostBody, JsonBody};
-use super::host::{command_ok, parse};
 use super::{AppState, ServerState};
 use crate::live::{self, stack_entry, HostView};
 

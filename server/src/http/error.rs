@@ -138,3 +138,20 @@ impl From<tokio::task::JoinError> for ApiError {
         ApiError::internal(format!("A background task failed: {error}"))
     }
 }
+
+/// A command result `{ok:false, error}` as a 502 with Pi's words.
+pub fn command_ok(result: &Value) -> ApiResult<()> {
+    if result.get("ok").and_then(Value::as_bool) == Some(true) {
+        return Ok(());
+    }
+    let error = result
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("Pi did not say why.");
+    Err(ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "host_refused",
+        format!("The live Pi session could not carry out the change: {error}"),
+    )
+    .with_details(result.clone()))
+}

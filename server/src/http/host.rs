@@ -20,16 +20,16 @@ use forge_core::diag::{Diagnostic, Level};
 use forge_core::json;
 use forge_core::rewrite;
 use forge_core::runtime::{Clock, RuntimeSnapshot};
-use forge_core::session::{self, STACK_STATE_TYPE};
+use forge_core::session::{self};
 use futures_util::stream::{self, StreamExt as _};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ok_json, HostBody};
-use super::{capability_state, local_clock, AppState, ServerState};
+use super::extract::{ok_json, parse, require_object, HostBody};
+use super::{capability_state, AppState, ServerState};
+use crate::clock::local_clock;
 use crate::live::{self, stack_entry, Hello, LiveError, PiFacts};
 
 pub fn routes() -> Router<AppState> {
@@ -60,28 +60,6 @@ impl From<LiveError> for ApiError {
         };
         ApiError::new(status, code, e.to_string())
     }
-}
-
-fn require_object(body: &Value, what: &str) -> ApiResult<()> {
-    if body.is_object() {
-        return Ok(());
-    }
-    Err(ApiError::bad_request(format!(
-        "The {what} body must be a JSON object, not {}.",
-        json::type_name(body)
-    )))
-}
-
-/// Parses a host body into `T`, naming the field at fault.
-pub(super) fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
-    require_object(&body, what)?;
-    serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_host_message",
-            format!("Malformed {what} message: {e}."),
-        )
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,89 +507,4 @@ async fn finalize(
             None => json!({}),
         },
     ))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Commands the browser sends to the live session
-
-/// Makes `key` (or no Preset) the live session's active Preset: Pi records it as a session
-/// entry; leaving a Preset restores the tools that were active before it.
-pub async fn set_live_stack(state: &ServerState, key: Option<String>) -> ApiResult<Value> {
-    let baseline = state
-        .live
-        .with_live(|h| h.baseline_tools().to_vec())
-        .map_err(ApiError::from)?;
-    let mut body = Map::new();
-    body.insert(
-        "entries".into(),
-        json!([{
-            "customType": STACK_STATE_TYPE,
-            "data": session::stack_state_data(key.as_deref()),
-        }]),
-    );
-    body.insert(
-        "activeStackId".into(),
-        key.clone().map_or(Value::Null, Value::String),
-    );
-    if key.is_none() {
-        body.insert("tools".into(), json!(baseline));
-    }
-    command_switching_stack(state, "setStack", body, key).await
-}
-
-/// Sends a command that makes `key` the live session's Preset. The server's choice changes
-/// first, so a turn that starts while Pi records the entry already compiles the new Preset; a
-/// refused or lost command puts the old one back.
-///
-/// Capabilities follow the switch (B8): the bound activations of the Preset being left get
-/// lifecycle deactivations, written with the same command after the Preset's own entries; a
-/// surviving capability whose tool patch the target's policy rejects refuses the switch (409)
-/// before anything is sent.
-pub async fn command_switching_stack(
-    state: &ServerState,
-    kind: &str,
-    mut body: Map<String, Value>,
-    key: Option<String>,
-) -> ApiResult<Value> {
-    let _serial = state.capability_lock.lock().await;
-    let (inputs, plan, mirror) = capability_state::switch_plan(state, key.as_deref())?;
-    let entries = capability_state::plan_entries(&plan);
-    if let Some(Value::Array(list)) = body.get_mut("entries") {
-        list.extend(entries);
-    } else {
-        body.insert("entries".into(), Value::Array(entries));
-    }
-    if key.is_none() && body.contains_key("tools") {
-        body.insert("tools".into(), json!(plan.effective_tools));
-    }
-    body.extend(mirror.into_iter().filter(|(k, _)| k != "tools"));
-    let previous = state.live.with_live(|h| h.replace_active_stack(key))?;
-    let outcome = match state.live.command(kind, body).await {
-        Ok(result) => command_ok(&result).map(|()| result),
-        Err(e) => Err(e.into()),
-    };
-    match &outcome {
-        Ok(_) => capability_state::record_plan(state, &inputs, &plan),
-        Err(_) => {
-            let _ = state.live.with_live(|h| h.set_active_stack(previous));
-        }
-    }
-    outcome
-}
-
-/// A command result `{ok:false, error}` as a 502 with Pi's words.
-pub fn command_ok(result: &Value) -> ApiResult<()> {
-    if result.get("ok").and_then(Value::as_bool) == Some(true) {
-        return Ok(());
-    }
-    let error = result
-        .get("error")
-        .and_then(Value::as_str)
-        .unwrap_or("Pi did not say why.");
-    Err(ApiError::new(
-        StatusCode::BAD_GATEWAY,
-        "host_refused",
-        format!("The live Pi session could not carry out the change: {error}"),
-    )
-    .with_details(result.clone()))
 }

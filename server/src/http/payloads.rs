@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
+use super::extract::parse;
 use super::extract::{ok_json, ok_typed, typed_response, HostBody, JsonBody};
-use super::host::parse;
 use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {

@@ -26,9 +26,10 @@ use forge_core::workspace::service::{self, Kind};
 use forge_core::workspace::{Dir, FileRef, Loaded, ProfileEntry, Resolved, WorkspaceSnapshot};
 use serde_json::{json, Map, Value};
 
+use super::error::command_ok;
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_typed, resource_object, JsonBody};
-use super::host::{command_ok, command_switching_stack};
+use super::live_commands::command_switching_stack;
 use super::stacks::selector;
 use super::views::{profile_view, with_etag};
 use super::write::{

@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq as _;
 
 use super::error::ApiError;
-use super::ServerState;
+use super::state::ServerState;
 
 /// The header that carries the token for scripts and the editor's own fetches.
 pub const TOKEN_HEADER: &str = "x-pi-forge-token";
@@ -48,27 +48,6 @@ fn policy(inline_style_hash: Option<&str>) -> String {
 }
 
 pub const INVALID_TOKEN: &str = "Invalid pi-forge editor token.";
-
-/// The session cookie's name. It carries the port because browsers share cookies between the
-/// ports of one host: two editors (two projects) must not overwrite each other's cookie.
-pub fn cookie_name(port: u16) -> String {
-    format!("pi_forge_token_{port}")
-}
-
-/// The two secrets of one server: the API token (in the launch link, `--print-token` and the
-/// state file) and the cookie value, which only the token exchange hands out.
-pub struct Secrets {
-    pub token: String,
-    pub cookie: String,
-}
-
-/// 24 random bytes, base64url without padding: the API token and the cookie value.
-pub fn new_secret() -> Result<String, getrandom::Error> {
-    use base64::Engine as _;
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes)?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
-}
 
 /// Constant-time comparison of a presented token with the server's.
 pub fn token_matches(presented: &str, token: &str) -> bool {

@@ -6,6 +6,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
 use forge_core::api::{ImportPreview, Imported};
 use forge_core::diag::{self, Level};
 use forge_core::id::Selector;
@@ -212,8 +214,12 @@ fn convert(
     }
 }
 
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/stacks/import", post(import))
+}
+
 /// `POST /api/stacks/import` `{content, format?, characterId?, id?, scope?, dryRun?, fileName?}`.
-pub async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
+async fn import(State(state): State<AppState>, body: JsonBody) -> ApiResult<Response> {
     let body = body.object()?;
     let content = content(&body)?;
     let format = format(&body, &content)?;

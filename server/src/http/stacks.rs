@@ -18,18 +18,18 @@ use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{ok_typed, resource_object, JsonBody};
+use super::live_commands;
 use super::views::{stack_detail, with_etag};
 use super::write::{
     delete_resource, export_file, fork_resource, mutate, ok_view_response, save_resource,
     written_entry, Outcome,
 };
-use super::{host, AppState, ServerState};
+use super::{AppState, ServerState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/stacks", get(list).post(create))
         .route("/api/stacks/validate", post(validate_new))
-        .route("/api/stacks/import", post(super::stack_import::import))
         .route("/api/stacks/{sel}", get(read).put(save).delete(remove))
         .route("/api/stacks/{sel}/fork", post(fork))
         .route("/api/stacks/{sel}/export", get(export))
@@ -75,7 +75,7 @@ async fn list(State(state): State<AppState>, request: HeaderMap) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    state.views.current(&state).list.respond(&request, headers)
+    state.current_views().list.respond(&request, headers)
 }
 
 /// Longest search query (characters).
@@ -242,7 +242,7 @@ async fn remove(
     let key = outcome.deleted.as_ref().map(ToString::to_string);
     if key.is_some() && state.active_id() == key {
         // The live session must not keep compiling a Preset that is gone.
-        if let Err(e) = host::set_live_stack(&state, None).await {
+        if let Err(e) = live_commands::set_live_stack(&state, None).await {
             eprintln!(
                 "pi-forge: could not turn off the deleted Preset in Pi: {}",
                 e.message
@@ -490,7 +490,7 @@ async fn activate(State(state): State<AppState>, Path(sel): Path<String>) -> Api
         }
         entry.key.to_string()
     };
-    host::set_live_stack(&state, Some(key)).await?;
+    live_commands::set_live_stack(&state, Some(key)).await?;
     Ok(ok_typed(&Activated {
         ok: true,
         active_id: state.active_id(),
@@ -500,7 +500,7 @@ async fn activate(State(state): State<AppState>, Path(sel): Path<String>) -> Api
 /// `POST /api/disable` → `{ok, activeId: null}`: the live Pi session runs without a Preset
 /// (503 `no_live_session` without one).
 async fn disable(State(state): State<AppState>) -> ApiResult<Response> {
-    host::set_live_stack(&state, None).await?;
+    live_commands::set_live_stack(&state, None).await?;
     Ok(ok_typed(&Activated {
         ok: true,
         active_id: None,
@@ -511,7 +511,7 @@ async fn disable(State(state): State<AppState>) -> ApiResult<Response> {
 /// one (the file is written either way; the answer's `activeId` says what happened).
 async fn activate_after_write(state: &ServerState, key: String) {
     if state.live.connected() {
-        if let Err(e) = host::set_live_stack(state, Some(key)).await {
+        if let Err(e) = live_commands::set_live_stack(state, Some(key)).await {
             eprintln!(
                 "pi-forge: could not activate the new Preset in Pi: {}",
                 e.message

@@ -5,6 +5,7 @@
 //! keeps the bytes built for the newest pair (and their compressed variants, made on first
 //! demand) and hands them out until either changes; a request then costs a pointer comparison.
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock, Weak};
 
 use arc_swap::ArcSwapOption;
@@ -18,7 +19,7 @@ use serde_json::Value;
 use super::encoding::Encoded;
 use super::first_screen;
 use super::views::stack_summary;
-use super::ServerState;
+use crate::state::WorkspaceHandle;
 
 /// The views of one snapshot with one active Preset.
 pub struct Views {
@@ -84,17 +85,21 @@ pub struct ViewCache {
 
 impl ViewCache {
     /// The views of the current snapshot and active Preset, built when either changed.
-    pub fn current(&self, state: &ServerState) -> Arc<Views> {
-        let generation = state.ws.generation();
-        let snapshot = state.ws.snapshot();
-        let active = state.active_id();
-        let problems = state.ws.problems();
+    pub fn current(
+        &self,
+        ws: &WorkspaceHandle,
+        active: Option<String>,
+        project: &Path,
+    ) -> Arc<Views> {
+        let generation = ws.generation();
+        let snapshot = ws.snapshot();
+        let problems = ws.problems();
         if let Some(views) = self.current.load_full() {
             if views.is_for(&snapshot, &active, &problems) {
                 return views;
             }
         }
-        let list_value = stack_list(state, &snapshot, active.as_deref(), &problems);
+        let list_value = stack_list(project, &snapshot, active.as_deref(), &problems);
         // Plain data: serializing it cannot fail.
         let list = json::to_compact(&serde_json::to_value(&list_value).unwrap_or(Value::Null));
         let views = Arc::new(Views {
@@ -113,7 +118,7 @@ impl ViewCache {
 
 /// `GET /api/stacks`: `{stacks, activeId, trusted, cwd, problems}`.
 fn stack_list(
-    state: &ServerState,
+    project: &Path,
     snapshot: &WorkspaceSnapshot,
     active: Option<&str>,
     problems: &[Diagnostic],
@@ -126,7 +131,7 @@ fn stack_list(
             .collect(),
         active_id: active.map(str::to_string),
         trusted: snapshot.trusted,
-        cwd: state.project.display().to_string(),
+        cwd: project.display().to_string(),
         problems: problems.to_vec(),
     }
 }
