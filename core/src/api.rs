@@ -943,16 +943,8 @@ pub struct Resources {
     pub groups: Vec<ResourceGroup>,
 }
 
-/// `POST /api/regex/try` (without `ok`): what "Try it" shows for one rule on one sample text.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuleTrial {
-    pub matches: usize,
-    pub text: String,
-    pub changed: bool,
-    /// The rule ran out of its step budget on the sample (its remaining matches failed).
-    pub out_of_budget: bool,
-}
+/// `POST /api/regex/try` (without `ok`), defined where the trial runs.
+pub use crate::rewrite::RuleTrial;
 
 /// `GET /api/search?q=`: the Presets whose content matches, in list order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -229,6 +229,28 @@ pub fn resource_object(body: &Map<String, Value>, key: &str) -> ApiResult<Value>
     }
 }
 
+pub fn require_object(body: &Value, what: &str) -> ApiResult<()> {
+    if body.is_object() {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "The {what} body must be a JSON object, not {}.",
+        json::type_name(body)
+    )))
+}
+
+/// Parses a host body into `T`, naming the field at fault.
+pub fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
+    require_object(&body, what)?;
+    serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_host_message",
+            format!("Malformed {what} message: {e}."),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,26 +302,4 @@ mod tests {
             "invalid_input"
         );
     }
-}
-
-pub fn require_object(body: &Value, what: &str) -> ApiResult<()> {
-    if body.is_object() {
-        return Ok(());
-    }
-    Err(ApiError::bad_request(format!(
-        "The {what} body must be a JSON object, not {}.",
-        json::type_name(body)
-    )))
-}
-
-/// Parses a host body into `T`, naming the field at fault.
-pub fn parse<T: DeserializeOwned>(body: Value, what: &str) -> ApiResult<T> {
-    require_object(&body, what)?;
-    serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_host_message",
-            format!("Malformed {what} message: {e}."),
-        )
-    })
 }
