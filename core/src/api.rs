@@ -943,8 +943,8 @@ pub struct Resources {
     pub groups: Vec<ResourceGroup>,
 }
 
-/// `POST /api/regex/try` (without `ok`), defined where the trial runs.
-pub use crate::rewrite::RuleTrial;
+/// `POST /api/regex/try` (without `ok`).
+pub use crate::stack::RuleTrial;
 
 /// `GET /api/search?q=`: the Presets whose content matches, in list order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -109,16 +109,7 @@ fn within_budget<R>(run: impl FnOnce() -> R) -> (R, bool) {
     (result, spent)
 }
 
-/// `POST /api/regex/try` (without `ok`): what "Try it" shows for one rule on one sample text.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RuleTrial {
-    pub matches: usize,
-    pub text: String,
-    pub changed: bool,
-    /// The rule ran out of its step budget on the sample (its remaining matches failed).
-    pub out_of_budget: bool,
-}
+pub use crate::stack::RuleTrial;
 
 /// Runs one raw rule object on `sample` exactly as the compiler applies it to one text
 /// (`maxChars`, `trimStrings`, `$0`, the regex engine and its step budget); `enabled`, `stage`,

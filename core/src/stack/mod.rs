@@ -29,6 +29,7 @@ mod model;
 mod parse;
 mod policy;
 mod regex_rules;
+pub use regex_rules::RuleTrial;
 pub mod search;
 pub mod slot_schema;
 pub mod template_check;

@@ -319,6 +319,18 @@ pub fn set_pattern_checker(check: PatternChecker) {
     let _ = PATTERN_CHECKER.set(check);
 }
 
+/// `POST /api/regex/try` (without `ok`): what "Try it" shows for one rule on one sample text.
+/// (Here, not in `rewrite`, because the browser build has no regex engine but reads it.)
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleTrial {
+    pub matches: usize,
+    pub text: String,
+    pub changed: bool,
+    /// The rule ran out of its step budget on the sample (its remaining matches failed).
+    pub out_of_budget: bool,
+}
+
 #[cfg(test)]
 mod check_pattern_tests {
     use super::*;
