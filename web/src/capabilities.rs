@@ -581,7 +581,7 @@ fn CapabilityEditor() -> impl IntoView {
         form.draft
             .with(|d| jp::get_str(d, "/content").encode_utf16().count())
     };
-    crate::shell::focus_later(if is_new() {
+    crate::dom::focus_later(if is_new() {
         ".capability-editor input[name=capability-id]".into()
     } else {
         ".capability-editor input[name=capability-name]".into()

@@ -27,7 +27,7 @@ use leptos::task::spawn_local;
 use serde_json::{json, Value};
 
 use crate::api;
-use crate::shell::focus_later;
+use crate::dom::focus_later;
 use crate::state::{self, App, Surface, Tone};
 use crate::task::spawn_while;
 

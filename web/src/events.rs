@@ -14,6 +14,7 @@
 //! surface refetches its lists.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use web_sys::{EventSource, MessageEvent};
@@ -21,7 +22,7 @@ use web_sys::{EventSource, MessageEvent};
 use forge_core::api::{ChangeEvent, Origin};
 
 use crate::state::{
-    boot_generation, fetch_live, on_live_event, on_stack_change, refresh_stacks, App,
+    boot_generation, fetch_live, on_live_event, on_stack_change, refresh_stacks, App, Tone,
 };
 
 /// The `origin` of a change as the forms compare it (`self`: the editor's own write).
@@ -165,7 +166,7 @@ pub fn connect(app: App) {
     let _ = source.add_event_listener_with_callback("changed", on_changed.as_ref().unchecked_ref());
     // The browser retries a dropped stream by itself; the page finds out why it dropped.
     let on_error = Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| {
-        crate::drafts::probe(app);
+        probe(app);
     });
     let _ = source.add_event_listener_with_callback("error", on_error.as_ref().unchecked_ref());
     on_error.forget();
@@ -178,4 +179,58 @@ pub fn connect(app: App) {
     on_capability_state.forget();
     on_agent.forget();
     STREAM.with(|s| *s.borrow_mut() = Some(source));
+}
+
+/// Tries the session again; on success the event stream reconnects and everything refetches.
+pub fn reconnect(app: App) {
+    spawn_local(async move {
+        match crate::api::get_as::<Value>("/api/live").await {
+            Ok(_) => {
+                app.session_lost.set(false);
+                app.server_gone.set(false);
+                connect(app);
+                crate::state::refresh_stacks(app);
+                app.profile_events.update(|n| *n += 1);
+                app.capability_events.update(|n| *n += 1);
+                app.say(
+                    "Reconnected to the pi-forge server; unsaved changes are still here.",
+                    Tone::Ok,
+                );
+            }
+            Err(e) if already_shown(app, &e) => {}
+            Err(e) => app.fail(&e),
+        }
+    });
+}
+
+/// The banner already says what `e` means (the session ended, or no server answers).
+fn already_shown(app: App, e: &crate::api::ApiError) -> bool {
+    (e.message == crate::drafts::INVALID_TOKEN && app.session_lost.get_untracked())
+        || (e.is_transport() && app.server_gone.get_untracked())
+}
+
+/// The event stream failed: finds out why, so the page says so without waiting for a click.
+/// No server at all shows the server-gone banner, a server with another token the session
+/// banner; a working session with a stream the browser gave up on gets a new stream.
+pub fn probe(app: App) {
+    thread_local! {
+        static PROBING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if PROBING.with(|p| p.replace(true)) {
+        return;
+    }
+    spawn_local(async move {
+        let result = crate::api::get_as::<Value>("/api/live").await;
+        PROBING.with(|p| p.set(false));
+        match result {
+            Ok(_) if app.session_lost.get_untracked() || app.server_gone.get_untracked() => {
+                reconnect(app);
+            }
+            Ok(_) => reopen_if_closed(app),
+            Err(e) if already_shown(app, &e) => {}
+            // Only these explain a failed stream; anything else is the next request's to say.
+            Err(e) if e.is_transport() || e.message == crate::drafts::INVALID_TOKEN => app.fail(&e),
+            Err(_) => {}
+        }
+    });
 }

@@ -6,8 +6,8 @@ use leptos::ev;
 use leptos::prelude::*;
 use serde_json::{json, Value};
 
+use crate::dom::focus_later;
 use crate::jp;
-use crate::shell::focus_later;
 use crate::state::{app, StackEditor};
 use crate::widgets::{json_field, select_field, text_field};
 

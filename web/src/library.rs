@@ -313,7 +313,7 @@ pub fn new_id_problem(id: &str, scope: &str, noun: &str, taken: bool) -> Option<
         return Some("Enter an id.".into());
     }
     if !forge_core::id::is_valid_id(id) {
-        return Some(format!("Not a valid id: {}", crate::dialogs::ID_RULE));
+        return Some(format!("Not a valid id: {}", forge_core::id::ID_RULE));
     }
     if let Some(problem) = forge_core::id::id_length_problem(id) {
         return Some(problem);

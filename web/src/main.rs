@@ -10,8 +10,11 @@
 mod api;
 mod bindings;
 mod capabilities;
+mod conflict;
 mod delegation;
 mod dialogs;
+mod dock;
+mod dom;
 mod drafts;
 mod editor;
 mod events;
@@ -19,12 +22,15 @@ mod items;
 mod jp;
 mod jsregex;
 mod library;
+mod modal;
 mod palette;
+mod payload_feed;
 mod payloads;
 mod policy;
 mod preview;
 mod profile_delegation;
 mod profiles;
+mod recovery;
 mod regex;
 mod session;
 mod session_text;
@@ -40,7 +46,7 @@ mod undo;
 mod widgets;
 
 fn main() {
-    mark("pi-forge:app-start");
+    dom::mark("pi-forge:app-start");
     console_error_panic_hook::set_once();
     forge_core::stack::set_pattern_checker(jsregex::check);
     leptos::mount::mount_to_body(shell::Shell);
@@ -48,19 +54,9 @@ fn main() {
     // see server/src/http/first_screen.rs), or index.html's loading line without one. Removed in
     // the task that mounted the app, so no frame shows both or neither.
     let document = web_sys::window().and_then(|w| w.document());
-    for id in [FIRST_SCREEN_ID, "boot-splash"] {
+    for id in [dom::FIRST_SCREEN_ID, "boot-splash"] {
         if let Some(el) = document.as_ref().and_then(|d| d.get_element_by_id(id)) {
             el.remove();
         }
-    }
-}
-
-/// The id of the server-drawn first screen (server/src/http/first_screen.rs).
-pub use forge_core::api::FIRST_SCREEN_ID;
-
-/// A performance mark (read by `cargo xtask bench`; see e2e/examples/navbench.rs).
-pub fn mark(name: &str) {
-    if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
-        let _ = perf.mark(name);
     }
 }

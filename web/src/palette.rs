@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::preview::Dock;
+use crate::dock::Dock;
 use crate::state::{self, App, Surface, Tab};
 
 /// The most entries the list shows at once.
@@ -74,7 +74,7 @@ impl Palette {
         self.query.set(String::new());
         self.active.set(0);
         self.open.set(true);
-        crate::shell::focus_later(".palette-input".into());
+        crate::dom::focus_later(".palette-input".into());
     }
 
     pub fn show_help(&self) {
@@ -86,7 +86,7 @@ impl Palette {
         }
         self.open.set(false);
         self.help.set(true);
-        crate::shell::focus_later(".shortcuts .shortcuts-close".into());
+        crate::dom::focus_later(".shortcuts .shortcuts-close".into());
     }
 
     /// Closes whichever is open; `restore` gives the focus back to where it was.
@@ -339,20 +339,20 @@ fn run(app: App, p: Palette, dock: Dock, action: Action) {
         _ => p.close(false),
     }
     match action {
-        Action::Go(s) => crate::shell::go(app, s),
+        Action::Go(s) => crate::state::go(app, s),
         Action::Open(selector) => {
-            crate::shell::go(app, Surface::Presets);
+            crate::state::go(app, Surface::Presets);
             state::open_stack(app, selector);
         }
         Action::Item(i) => {
-            crate::shell::go(app, Surface::Presets);
+            crate::state::go(app, Surface::Presets);
             app.editor.tab.set(Tab::Items);
             app.editor.item.set(Some(i));
             focus_when_shown(format!(".item-row[data-index='{i}']"), 30);
         }
         Action::Validate => state::validate_stack(app),
         Action::Preview => {
-            crate::shell::go(app, Surface::Presets);
+            crate::state::go(app, Surface::Presets);
             if !dock.open.get_untracked() {
                 dock.toggle();
             }
@@ -360,20 +360,6 @@ fn run(app: App, p: Palette, dock: Dock, action: Action) {
         Action::Activate(selector) => state::activate(app, selector),
         Action::Deactivate => state::deactivate(app),
         Action::Shortcuts => {}
-    }
-}
-
-/// The palette and the shortcuts overlay (rendered by the shell, shown on demand).
-#[component]
-pub fn PaletteLayer() -> impl IntoView {
-    let p = palette();
-    view! {
-        <Show when=move || p.open.get()>
-            {crate::split::palette(false)}
-        </Show>
-        <Show when=move || p.help.get()>
-            {crate::split::palette(true)}
-        </Show>
     }
 }
 
@@ -500,7 +486,7 @@ pub(crate) fn ShortcutsOverlay() -> impl IntoView {
             if e.target() == e.current_target() { p.close(true); }
         }>
             <div class="modal shortcuts" role="dialog" aria-modal="true" aria-labelledby="shortcuts-title"
-                on:keydown=move |e| if e.key() == "Tab" { crate::dialogs::trap_tab(&e) }>
+                on:keydown=move |e| if e.key() == "Tab" { crate::dom::trap_tab(&e) }>
                 <h2 id="shortcuts-title">"Keyboard shortcuts"</h2>
                 <table class="shortcut-list">
                     <tbody>

@@ -800,7 +800,7 @@ fn ProfileEditor() -> impl IntoView {
     };
     // Opening the form moves focus into it (the Edit/New button that had it is gone): the id
     // for a new profile, the name otherwise.
-    crate::shell::focus_later(if is_new() {
+    crate::dom::focus_later(if is_new() {
         ".profile-editor input[name=profile-id]".into()
     } else {
         ".profile-editor input[name=profile-name]".into()

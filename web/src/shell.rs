@@ -6,9 +6,10 @@ use leptos::ev;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::dialogs::Dialogs;
+use crate::dock::Dock;
+use crate::dom::focus_later;
 use crate::editor::StackWorkspace;
-use crate::preview::Dock;
+use crate::modal::Dialogs;
 use crate::state::{self, open_stack, App, Dialog, Scope, Surface, Tone};
 
 const THEME_KEY: &str = "pi-forge-theme";
@@ -46,11 +47,11 @@ use forge_core::api::THEME_COOKIE;
 
 #[component]
 pub fn Shell() -> impl IntoView {
-    let app = App::new();
+    let app = App::new(crate::split::draft_checks);
     provide_context(app);
     let dock = Dock::new();
     provide_context(dock);
-    crate::payloads::provide(app, dock);
+    crate::payload_feed::provide(app, dock);
 
     // The user's choice once made (the theme button stores it); until then the OS's
     // `prefers-color-scheme`, followed as it changes. Nothing is stored before a choice.
@@ -88,7 +89,7 @@ pub fn Shell() -> impl IntoView {
         set_timeout(move || app.shell_ready.set(true), std::time::Duration::ZERO)
     });
     crate::events::connect(app);
-    crate::drafts::install(app);
+    crate::recovery::install(app);
     let palette = crate::palette::Palette::new();
     provide_context(palette);
 
@@ -171,7 +172,7 @@ pub fn Shell() -> impl IntoView {
             let _ = s.set_item(THEME_KEY, if dark { "dark" } else { "light" });
         }
     };
-    let go = move |surface: Surface| go(app, surface);
+    let go = move |surface: Surface| state::go(app, surface);
 
     view! {
         <div class="app" class:dock-open=move || dock.open.get() class:dock-focus=move || dock.focus.get()>
@@ -223,7 +224,7 @@ pub fn Shell() -> impl IntoView {
                     {move || if app.dark.get() { "☀" } else { "☾" }}
                 </button>
             </header>
-            <crate::drafts::SessionLostBanner/>
+            <crate::recovery::SessionLostBanner/>
             {move || {
                 let problems = app.problems.get();
                 (!problems.is_empty()).then(|| view! {
@@ -242,7 +243,7 @@ pub fn Shell() -> impl IntoView {
                 Surface::Delegation => crate::split::delegation(),
             }}
             {move || app.shell_ready.get().then(|| view! { <Dialogs/> })}
-            <crate::palette::PaletteLayer/>
+            <crate::modal::PaletteLayer/>
         </div>
     }
 }
@@ -253,7 +254,7 @@ fn take_first_screen_search(app: App) {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
-    let selector = format!("#{} .search", crate::FIRST_SCREEN_ID);
+    let selector = format!("#{} .search", crate::dom::FIRST_SCREEN_ID);
     let Some(input) = document
         .query_selector(&selector)
         .ok()
@@ -271,56 +272,6 @@ fn take_first_screen_search(app: App) {
         .is_some_and(|a| a.is_same_node(Some(&input)));
     if focused {
         focus_later(".sidebar .search".into());
-    }
-}
-
-/// The Preset whose row was clicked on the page's own first screen before the app started
-/// (assets/boot.js remembers it in `window.__forgeFirstScreenOpen`); taken once. When that row
-/// still has the focus, the app's row gets it.
-pub fn take_first_screen_click() -> Option<String> {
-    const KEY: &str = "__forgeFirstScreenOpen";
-    let window = web_sys::window()?;
-    let key = wasm_bindgen::JsValue::from_str(KEY);
-    let selector = js_sys::Reflect::get(&window, &key).ok()?.as_string()?;
-    let _ = js_sys::Reflect::delete_property(&window, &key);
-    let focused = window
-        .document()
-        .and_then(|d| d.active_element())
-        .is_some_and(|a| {
-            a.closest(&format!("#{}", crate::FIRST_SCREEN_ID))
-                .ok()
-                .flatten()
-                .is_some()
-                && a.get_attribute("data-selector").as_deref() == Some(selector.as_str())
-        });
-    // Selectors are `scope:id` with ids of letters, digits, `-`, `_` and `.`: safe in quotes.
-    if focused && !selector.contains(['"', '\\']) {
-        focus_later(format!(".sidebar .stack-row[data-selector=\"{selector}\"]"));
-    }
-    Some(selector)
-}
-
-/// Shows `surface`. The Preset draft lives in app state and survives a surface switch; an
-/// unsaved profile or capability form does not, so leaving its surface with one asks first.
-/// Shows `surface`; the status line starts empty there (an earlier surface's message is about
-/// that surface).
-fn switch_to(app: App, surface: Surface) {
-    app.say("", Tone::Info);
-    app.surface.set(surface);
-}
-
-pub fn go(app: App, surface: Surface) {
-    if app.surface.get_untracked() == surface {
-        return;
-    }
-    if app.form_dirty.get_untracked() {
-        let from = match app.surface.get_untracked() {
-            Surface::Capabilities => "Leaving Capabilities",
-            _ => "Leaving Profiles",
-        };
-        app.confirm_discard(from, move || switch_to(app, surface));
-    } else {
-        switch_to(app, surface);
     }
 }
 
@@ -730,28 +681,4 @@ fn draft_badges(
         .partition(|b| b.kind == "active");
     let counts = forge_core::api::RowBadge::counts(errors, warnings, " in the unsaved draft");
     active.into_iter().chain(counts).chain(rest).collect()
-}
-
-/// Focuses the element matching `selector` on the next frame (after the DOM update), or on a
-/// later one within about a second: a lazily loaded view (`split`) is on the page only once its
-/// chunk has arrived.
-pub fn focus_later(selector: String) {
-    focus_within_frames(selector, 60);
-}
-
-/// Tries on each of the next `frames` animation frames.
-fn focus_within_frames(selector: String, frames: u32) {
-    request_animation_frame(move || {
-        match web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.query_selector(&selector).ok().flatten())
-            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-        {
-            Some(el) => {
-                let _ = el.focus();
-            }
-            None if frames > 1 => focus_within_frames(selector, frames - 1),
-            None => {}
-        }
-    });
 }

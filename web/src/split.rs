@@ -13,6 +13,8 @@ use leptos::__reexports::send_wrapper::SendWrapper;
 use leptos::lazy;
 use leptos::prelude::*;
 
+use crate::state::DraftChecks;
+
 /// Renders `load` (a lazy view) when its chunk has arrived.
 fn suspended(load: impl std::future::Future<Output = AnyView> + 'static) -> AnyView {
     Suspend::new(SendWrapper::new(load)).into_any()
@@ -128,7 +130,7 @@ pub fn editor_tab(tab: crate::state::Tab) -> AnyView {
 /// it). `take` is the conflict view's own state, kept in the main module.
 #[lazy]
 fn conflict_view(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
-    crate::editor::conflict_body(c, take)
+    crate::conflict::conflict_body(c, take)
 }
 
 pub fn conflict(c: crate::state::Conflict, take: RwSignal<(String, Vec<String>)>) -> AnyView {
@@ -156,12 +158,6 @@ fn run_diff_fetch(state: crate::payloads::RunDiffState) {
 pub fn run_diff(state: crate::payloads::RunDiffState) {
     leptos::task::spawn_local(run_diff_fetch(state));
 }
-
-/// forge-core's checks of a Preset draft, as the server validates one: the file format, the
-/// templates and the structure of the capability bindings (relative to the Preset's scope).
-/// `file` is the file name the diagnostics name.
-pub type DraftChecks =
-    fn(forge_core::id::Scope, &serde_json::Value, &str) -> Vec<forge_core::diag::Diagnostic>;
 
 fn check_draft(
     scope: forge_core::id::Scope,

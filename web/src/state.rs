@@ -146,6 +146,16 @@ pub enum Dialog {
     Import,
 }
 
+/// forge-core's checks of a Preset draft, as the server validates one: the file format, the
+/// templates and the structure of the capability bindings (relative to the Preset's scope).
+/// `file` is the file name the diagnostics name.
+pub type DraftChecks =
+    fn(forge_core::id::Scope, &serde_json::Value, &str) -> Vec<forge_core::diag::Diagnostic>;
+
+/// Loads the draft checks into the signal; clears the flag when they could not be fetched, so
+/// the next edit asks again.
+pub type LoadDraftChecks = fn(RwSignal<Option<DraftChecks>>, StoredValue<bool>);
+
 #[derive(Clone, Copy)]
 pub struct StackEditor {
     pub loaded: RwSignal<Option<Loaded>>,
@@ -184,7 +194,7 @@ pub struct StackEditor {
 }
 
 impl StackEditor {
-    fn new() -> StackEditor {
+    fn new(load_checks: LoadDraftChecks) -> StackEditor {
         let loaded: RwSignal<Option<Loaded>> = RwSignal::new(None);
         let draft = RwSignal::new(Value::Null);
         let buffers = RwSignal::new(BTreeMap::new());
@@ -194,7 +204,7 @@ impl StackEditor {
                 None => false,
             }) || buffers.with(|b| !b.is_empty())
         });
-        let checks: RwSignal<Option<crate::split::DraftChecks>> = RwSignal::new(None);
+        let checks: RwSignal<Option<DraftChecks>> = RwSignal::new(None);
         let checks_asked = StoredValue::new(false);
         let diagnostics = Memo::new(move |previous: Option<&Vec<Diagnostic>>| {
             // While the draft is the file, the server's diagnostics of that file (the codec's,
@@ -219,7 +229,7 @@ impl StackEditor {
             let Some(check) = checks.get() else {
                 if !checks_asked.get_value() {
                     checks_asked.set_value(true);
-                    crate::split::draft_checks(checks, checks_asked);
+                    load_checks(checks, checks_asked);
                 }
                 return previous.cloned().unwrap_or_default();
             };
@@ -414,7 +424,8 @@ pub struct App {
 }
 
 impl App {
-    pub fn new() -> App {
+    /// `load_checks` fetches the draft checks on demand (`split::draft_checks`).
+    pub fn new(load_checks: LoadDraftChecks) -> App {
         App {
             surface: RwSignal::new(Surface::Presets),
             scope: RwSignal::new(Scope::Project),
@@ -435,7 +446,7 @@ impl App {
             status: RwSignal::new(("Loading…".into(), Tone::Info)),
             dialog: RwSignal::new(None),
             dark: RwSignal::new(false),
-            editor: StackEditor::new(),
+            editor: StackEditor::new(load_checks),
             resources: RwSignal::new(Resources::default()),
             resources_asked: StoredValue::new(false),
             profile_events: RwSignal::new(0),
@@ -590,7 +601,7 @@ fn apply_list(app: App, v: StackList, loads_before: u64) {
     let first_load = !app.stacks_loaded.get_untracked();
     // A row clicked on the page's first screen before the app started wins over the default.
     let clicked = first_load
-        .then(crate::shell::take_first_screen_click)
+        .then(crate::dom::take_first_screen_click)
         .flatten()
         .and_then(|sel| v.stacks.iter().find(|r| r.common.selector == sel));
     let pick = clicked
@@ -607,10 +618,10 @@ fn apply_list(app: App, v: StackList, loads_before: u64) {
         // After the DOM update: "pi-forge:stack-list" marks when the list is on screen,
         // "pi-forge:stack-list-painted" when it was painted (read by `cargo xtask bench`).
         request_animation_frame(|| {
-            crate::mark("pi-forge:stack-list");
+            crate::dom::mark("pi-forge:stack-list");
             // A task queued from the frame runs after that frame's paint.
             set_timeout(
-                || crate::mark("pi-forge:stack-list-painted"),
+                || crate::dom::mark("pi-forge:stack-list-painted"),
                 std::time::Duration::ZERO,
             );
         });
@@ -1060,7 +1071,6 @@ pub fn validate_stack(app: App) {
         match api::post_as::<forge_core::api::Validation>(&path, &body).await {
             Ok(v) => {
                 let (errors, warnings) = (v.errors, v.warnings);
-                let plural = crate::editor::plural;
                 app.say(
                     format!(
                         "Validation complete: {errors} error{}, {warnings} warning{}",
@@ -1122,5 +1132,38 @@ pub fn level_class(level: Level) -> &'static str {
         Level::Error => "error",
         Level::Warning => "warning",
         Level::Info => "info",
+    }
+}
+
+/// `"s"` unless `n` is 1.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Shows `surface`; the status line starts empty there (an earlier surface's message is about
+/// that surface).
+fn switch_to(app: App, surface: Surface) {
+    app.say("", Tone::Info);
+    app.surface.set(surface);
+}
+
+/// Shows `surface`. The Preset draft lives in app state and survives a surface switch; an
+/// unsaved profile or capability form does not, so leaving its surface with one asks first.
+pub fn go(app: App, surface: Surface) {
+    if app.surface.get_untracked() == surface {
+        return;
+    }
+    if app.form_dirty.get_untracked() {
+        let from = match app.surface.get_untracked() {
+            Surface::Capabilities => "Leaving Capabilities",
+            _ => "Leaving Profiles",
+        };
+        app.confirm_discard(from, move || switch_to(app, surface));
+    } else {
+        switch_to(app, surface);
     }
 }
