@@ -30,7 +30,8 @@ impl Scope {
         }
     }
 
-    /// Sets `runtime.lastUserMessage` (pair with [`MacroContext::set_latest_user_message`]).
+    /// Sets `runtime.lastUserMessage` (pair with
+    /// [`MacroContext::set_latest_user_message`](super::MacroContext::set_latest_user_message)).
     pub fn set_last_user_message(&mut self, text: &str) {
         if let Value::Object(runtime) = &mut self.runtime {
             runtime.insert(
