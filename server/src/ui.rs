@@ -21,8 +21,8 @@
 mod demo;
 
 use std::future::IntoFuture as _;
-use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::io::Write as _;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -230,8 +230,8 @@ fn remove_record(path: &Path, only_pid: Option<u32>) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Probing and stopping
 
-/// One request with the token to the editor on `port`: `(status, body)`. Plain HTTP/1.1 over
-/// loopback with short timeouts; answers up to 256 MB.
+/// One request with the token to the editor on `port`: `(status, body)`. HTTP/1.1 over
+/// loopback with short timeouts, never through a proxy; answers up to 256 MB, chunked or not.
 pub fn request(
     port: u16,
     token: &str,
@@ -239,28 +239,33 @@ pub fn request(
     path: &str,
     body: &str,
 ) -> Result<(u16, String)> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-        .with_context(|| format!("cannot connect to the editor on port {port}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{TOKEN_HEADER}: {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes())?;
-    let mut response = Vec::new();
-    stream.take(256 << 20).read_to_end(&mut response)?;
-    let text = String::from_utf8_lossy(&response);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
-        bail!("the editor on port {port} sent an incomplete answer");
-    };
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .with_context(|| format!("the editor on port {port} sent no HTTP status"))?;
-    Ok((status, body.to_string()))
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(Duration::from_millis(500)))
+        .timeout_send_request(Some(Duration::from_secs(5)))
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .new_agent();
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header(TOKEN_HEADER, token)
+        .header("content-type", "application/json")
+        .body(body)
+        .with_context(|| format!("cannot build the request {method} {path}"))?;
+    let mut response = agent
+        .run(request)
+        .with_context(|| format!("cannot reach the editor on port {port}"))?;
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_string()
+        .with_context(|| format!("the editor on port {port} sent an incomplete answer"))?;
+    Ok((status, text))
 }
 
 /// `GET /api/meta` with the token: true when a pi-forge editor for `project` answers.
@@ -846,6 +851,46 @@ fn open_browser(launch: &Path, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One answer from a loopback listener that writes `answer` after reading the request
+    /// head; the request as received.
+    fn answered_with(answer: &'static str) -> (u16, std::thread::JoinHandle<String>) {
+        use std::io::{BufRead as _, BufReader};
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let served = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            reader.get_mut().write_all(answer.as_bytes()).unwrap();
+            head
+        });
+        (port, served)
+    }
+
+    #[test]
+    fn a_chunked_answer_reads_as_its_body_and_the_request_carries_the_token() {
+        let (port, served) = answered_with(
+            "HTTP/1.1 409 Conflict\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n7\r\n{\"ok\":f\r\n5\r\nalse}\r\n0\r\n\r\n",
+        );
+        let (status, body) = request(port, "secret", "GET", "/api/meta", "").unwrap();
+        assert_eq!((status, body.as_str()), (409, "{\"ok\":false}"));
+        let head = served.join().unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("get /api/meta http/1.1\r\n"), "{head}");
+        assert!(
+            head.contains(&format!("host: 127.0.0.1:{port}\r\n")),
+            "{head}"
+        );
+        assert!(head.contains("x-pi-forge-token: secret\r\n"), "{head}");
+    }
 
     #[test]
     fn tokens_are_24_random_bytes_in_base64url() {
