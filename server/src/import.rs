@@ -2,14 +2,12 @@
 //! print the migration report, and create the stack through the write service (never overwriting).
 
 use crate::cli::{ImportScope, WorkspaceArgs};
-use crate::paths::WorkspacePaths;
 use anyhow::{bail, Context, Result};
 use forge_core::id::{is_valid_id, Scope};
 use forge_core::import::sillytavern::{self, ImportOptions};
 use forge_core::json;
 use forge_core::runtime::Clock;
 use forge_core::workspace::service::{self, Kind, ServiceError};
-use forge_core::workspace::{self, LoadOptions};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -84,15 +82,8 @@ pub fn sillytavern(args: SillyTavernArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let paths = WorkspacePaths::from_args(args.workspace)?;
+    let (paths, snapshot) = crate::input::load_workspace(args.workspace)?;
     let store = paths.store();
-    let snapshot = workspace::load(
-        &store,
-        &LoadOptions {
-            trusted: paths.trusted,
-            extra_slots: Vec::new(),
-        },
-    );
     let scope = match args.scope {
         ImportScope::Project => Scope::Project,
         ImportScope::Global => Scope::Global,
