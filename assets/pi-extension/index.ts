@@ -177,6 +177,53 @@ function startServer(cwd: string, args: string[]): Promise<string> {
 	});
 }
 
+// sse:begin (pure: e2e/tests/pi_extension_sse.rs runs this part on its own under Node 22)
+/** One server-sent event: its `event:` name ("message" when none) and its data lines. */
+export interface SseEvent {
+	event: string;
+	data: string;
+}
+
+/**
+ * Takes the complete events off the front of `text` (what the stream sent so far) by the
+ * EventSource rules: a line ends at CRLF, LF or CR; a blank line ends an event; one space after
+ * a field's colon is dropped, nothing else; data lines are joined with "\n"; comment lines
+ * (`:`), unknown fields and events without data are skipped. Returns the rest, an event not yet
+ * complete, to be passed again with the next chunk.
+ */
+export function readSse(text: string): { events: SseEvent[]; rest: string } {
+	const events: SseEvent[] = [];
+	let event = "";
+	let data: string[] = [];
+	let start = 0; // where the event being read began
+	let at = 0; // where the next line begins
+	for (;;) {
+		const cr = text.indexOf("\r", at);
+		const lf = text.indexOf("\n", at);
+		const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+		// A CR at the very end may be the first half of a CRLF: wait for the next chunk.
+		if (end < 0 || (end === cr && end === text.length - 1)) break;
+		const line = text.slice(at, end);
+		at = end + (text.startsWith("\r\n", end) ? 2 : 1);
+		if (line === "") {
+			if (data.length > 0) events.push({ event: event || "message", data: data.join("\n") });
+			event = "";
+			data = [];
+			start = at;
+			continue;
+		}
+		const colon = line.indexOf(":");
+		if (colon === 0) continue;
+		const field = colon < 0 ? line : line.slice(0, colon);
+		let value = colon < 0 ? "" : line.slice(colon + 1);
+		if (value.startsWith(" ")) value = value.slice(1);
+		if (field === "event") event = value;
+		else if (field === "data") data.push(value);
+	}
+	return { events, rest: text.slice(start) };
+}
+// sse:end
+
 export default function piForge(pi: ExtensionAPI) {
 	let conn: Conn | undefined;
 	let ctxNow: ExtensionContext | undefined;
@@ -431,17 +478,9 @@ export default function piForge(pi: ExtensionAPI) {
 			const decoder = new TextDecoder();
 			let buffer = "";
 			for await (const chunk of response.body) {
-				buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-				let cut: number;
-				while ((cut = buffer.indexOf("\n\n")) >= 0) {
-					const block = buffer.slice(0, cut);
-					buffer = buffer.slice(cut + 2);
-					let event = "message";
-					let data = "";
-					for (const line of block.split("\n")) {
-						if (line.startsWith("event:")) event = line.slice(6).trim();
-						else if (line.startsWith("data:")) data += line.slice(5).trim();
-					}
+				const read = readSse(buffer + decoder.decode(chunk as Uint8Array, { stream: true }));
+				buffer = read.rest;
+				for (const { event, data } of read.events) {
 					if (event === "ready") ready();
 					if (event === "command" && ctxNow) {
 						const command = JSON.parse(data) as Obj;

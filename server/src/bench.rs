@@ -1147,6 +1147,12 @@ mod server {
 
     // -----------------------------------------------------------------------------------------
     // A minimal HTTP/1.1 client: one connection per request, `Connection: close`
+    //
+    // Kept by hand on purpose (the CLI's client is ureq): the benchmark times the server, so the
+    // client must add nothing of its own to a request (no pool, no header or body processing) and
+    // must send exactly the bytes of the recipe the targets were measured with (the original
+    // server's numbers in docs/performance.md), on a fresh connection or on one kept open as the
+    // caller chooses. It only reads answers of the measured routes, which this server writes.
 
     struct Response {
         status: u16,

@@ -35,6 +35,13 @@
 //! calls `on_batch`, so the callback may block (read files, take locks). Dropping the [`Watcher`]
 //! stops both.
 //!
+//! Why not `notify-debouncer-full`: it settles each path on its own timer (a file rewritten without
+//! pause keeps waiting; nothing bounds a burst as [`MAX_BATCH_DELAY`] does) and hands over events
+//! per path, not one batch for the whole forge; its rename pairing rests on a file-id cache of the
+//! trees it watches recursively, while this watcher watches single folders non-recursively,
+//! re-arms them by inode and waits on the nearest ancestor of a root that does not exist yet. It
+//! would add a second timer and cache under these rules without removing any of them.
+//!
 //! Start the watcher *before* the initial load of the snapshot: a change that lands between the
 //! two is then reported (and causes one redundant reload) instead of being missed.
 
