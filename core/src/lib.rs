@@ -15,6 +15,8 @@ pub mod config;
 pub mod delegation;
 pub mod diag;
 pub mod diff;
+#[cfg(feature = "regex")]
+pub mod golden;
 pub mod id;
 pub mod import;
 pub mod js;

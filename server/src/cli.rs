@@ -140,6 +140,36 @@ the diff\" --json | jq .templateEnv > env.json\n  pi-forge preview reviewer --fi
         #[arg(long)]
         json: bool,
     },
+    /// Run the golden cases of Presets (`.pi/forge/tests/<preset-id>/<case>.json`).
+    #[command(
+        after_help = "A case compiles its Preset against its own input (prompt, messages, runtime, \
+parameters; without runtime, the stand-in at cwd /project and 2026-01-01T00:00:00Z, so results do \
+not depend on the machine or the day) and compares the result with its `expect` parts \
+(systemPrompt, messages, tools; an absent part is not checked) and its `budgets` \
+(maxSystemTokens, maxTotalTokens, counted as ceil(UTF-16 code units / 4); mustContain, \
+mustNotContain). A failure prints a unified diff, expected (-) against compiled (+). --update \
+rewrites the expected parts of every case run (all three when `expect` is empty), never the \
+budgets. A case whose Preset does not exist, or whose file is malformed, is an error naming the \
+field.\n\nExit status: 0 every case passed (or was updated); 1 a case failed or is an error; 2 \
+usage error.\n\nExamples:\n  pi-forge test\n  pi-forge test reviewer --update\n  pi-forge test \
+--json\n  pi-forge test --junit target/pi-forge-tests.xml"
+    )]
+    Test {
+        /// Only the cases of these Presets (their folder names under .pi/forge/tests/).
+        #[arg(value_name = "PRESET")]
+        presets: Vec<String>,
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Rewrite each case's expected parts with what its Preset compiles to now.
+        #[arg(long)]
+        update: bool,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write a JUnit XML report to FILE (for CI).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Check or render a forge-v1 template (the text of a Preset block).
     Template {
         #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `preview`, `template`,
+//! The non-server commands: `check`, `list`, `fingerprint`; dispatch for `preview`, `test`, `template`,
 //! `ui`, `ui stop`, `import` and `bench`.
 
 use crate::cli::{
@@ -31,6 +31,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Fingerprint { file, json, .. } => fingerprint_file(&file, json),
         Command::Payload { action } => crate::payload_cli::run(action),
         Command::Agent { action } => crate::agent::run(action),
+        Command::Test {
+            presets,
+            workspace,
+            update,
+            json,
+            junit,
+        } => crate::golden::run(crate::golden::TestArgs {
+            presets: &presets,
+            workspace: &workspace,
+            update,
+            json,
+            junit: junit.as_deref(),
+        }),
         Command::Preview {
             target,
             workspace,

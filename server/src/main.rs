@@ -7,6 +7,7 @@ mod cli;
 mod clock;
 mod commands;
 mod files;
+mod golden;
 mod http;
 mod import;
 mod input;
