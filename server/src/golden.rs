@@ -316,21 +316,20 @@ fn json_report(reports: &[CaseReport]) -> Value {
     })
 }
 
+/// forge-core's XML escaping, after the control characters XML 1.0 cannot hold (CI readers
+/// reject them) became U+FFFD.
 fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 has no way to write these; CI readers reject them.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    let clean: String = text
+        .chars()
+        .map(|c| {
+            if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    forge_core::template::escape_xml(&clean)
 }
 
 /// A JUnit report: one suite, one `testcase` per case (class = Preset), failures with their
